@@ -1,0 +1,201 @@
+//! The command line: parse, run a workload, print. The only code that prints.
+
+pub mod args;
+mod render;
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use args::{Cli, Command, FindArgs, KeyType, ListArgs, StatsArgs, SummaryFormat};
+use kbxscope::io::{IoTally, KeyboxFile};
+use kbxscope::kbx::search::Pattern;
+use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
+
+/// A failure already reported on stderr: exit 1 without another message.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failure reported above")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+/// Run the parsed command line; the I/O summary is printed even on failure.
+///
+/// # Errors
+/// Whatever stopped the command; main prints it and exits 1.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let tally = IoTally::new(cli.kbx_buffer_size);
+    let result = dispatch(&cli.command, &tally);
+    if let Some(format) = cli.io_summary {
+        let stats = tally.snapshot();
+        let text = match format {
+            SummaryFormat::Json => serde_json::to_string(&stats)? + "\n",
+            SummaryFormat::Text => render::io_summary(&stats, cli.kbx_buffer_size),
+        };
+        io::stderr().write_all(text.as_bytes())?;
+    }
+    result
+}
+
+fn dispatch(command: &Command, tally: &IoTally) -> Result<ExitCode> {
+    match command {
+        Command::Stats(a) => stats(a, tally),
+        Command::Dump(a) => dump(&a.file, tally),
+        Command::List(a) => list(a, tally),
+        Command::Find(a) => find(a, tally),
+    }
+}
+
+fn open(path: &Path, tally: &IoTally) -> Result<KeyboxFile> {
+    Ok(KeyboxFile::open(path, tally)?)
+}
+
+/// Print a located error as one line naming the file.
+fn report(path: &Path, e: &ScanError) {
+    eprintln!("kbxscope: {}: {e}", path.display());
+}
+
+fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
+    let path = &a.file.file;
+    let outcome = {
+        let mut f = open(path, tally)?;
+        workload::stats::run(&mut f)
+    };
+    let mut out = io::stdout().lock();
+    if a.json {
+        serde_json::to_writer(&mut out, &outcome.stats)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(outcome.stats.render_kbxutil().as_bytes())?;
+    }
+    out.flush()?;
+    match outcome.error {
+        Some(e) => {
+            report(path, &e);
+            Err(Reported.into())
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn dump(path: &Path, tally: &IoTally) -> Result<ExitCode> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut write_err: Option<io::Error> = None;
+    let result = {
+        let mut f = open(path, tally)?;
+        workload::dump::run(&mut f, |r| {
+            if write_err.is_some() {
+                return;
+            }
+            let res = writeln!(out, "BEGIN-RECORD: {}", r.number)
+                .and_then(|_| out.write_all(&r.body))
+                .and_then(|_| out.write_all(b"END-RECORD\n"));
+            if let Err(e) = res {
+                write_err = Some(e);
+            }
+        })
+    };
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    out.flush()?;
+    if let Err(e) = result {
+        report(path, &e);
+        return Err(Reported.into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints listings as they come, remembering the first write error.
+struct ListingPrinter<W: Write> {
+    out: W,
+    json: bool,
+    header: Option<String>,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> ListingPrinter<W> {
+    fn new(out: W, json: bool, path: &Path) -> Self {
+        let title = path.display().to_string();
+        let header = (!json).then(|| format!("{title}\n{}\n", "-".repeat(title.chars().count())));
+        Self { out, json, header, error: None }
+    }
+
+    fn print(&mut self, l: &Listed) {
+        if self.error.is_some() {
+            return;
+        }
+        let res = (|| {
+            if let Some(h) = self.header.take() {
+                self.out.write_all(h.as_bytes())?;
+            }
+            if self.json {
+                serde_json::to_writer(&mut self.out, l)?;
+                writeln!(self.out)
+            } else {
+                writeln!(self.out, "{}", render::listing(l))
+            }
+        })();
+        self.error = res.err();
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => self.out.flush(),
+        }
+    }
+}
+
+/// Report the problems of a pass; `Ok` if there were none.
+fn conclude(path: &Path, outcome: &ListOutcome) -> Result<()> {
+    for e in outcome.problems.iter().chain(&outcome.fatal) {
+        report(path, e);
+    }
+    if outcome.is_clean() {
+        Ok(())
+    } else {
+        Err(Reported.into())
+    }
+}
+
+fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
+    let path = &a.file.file;
+    let filter = match a.key_type {
+        KeyType::Openpgp => TypeFilter::OpenPgp,
+        KeyType::X509 => TypeFilter::X509,
+        KeyType::All => TypeFilter::All,
+    };
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
+    let outcome = {
+        let mut f = open(path, tally)?;
+        workload::list::run(&mut f, filter, |l| printer.print(&l))
+    };
+    printer.finish()?;
+    conclude(path, &outcome)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn find(a: &FindArgs, tally: &IoTally) -> Result<ExitCode> {
+    let path = &a.file.file;
+    let patterns = a.patterns.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>()?;
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
+    let outcome = {
+        let mut f = open(path, tally)?;
+        workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l))
+    };
+    printer.finish()?;
+    conclude(path, &outcome)?;
+    if outcome.listed == 0 {
+        let quoted: Vec<String> = a.patterns.iter().map(|p| format!("'{p}'")).collect();
+        anyhow::bail!("{}: no key matches {}", path.display(), quoted.join(" or "));
+    }
+    Ok(ExitCode::SUCCESS)
+}

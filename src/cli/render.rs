@@ -1,0 +1,90 @@
+//! Text forms of results: key listings and the I/O summary.
+
+use std::fmt::Write as _;
+
+use kbxscope::io::{BufferSize, FileOp, IoStats};
+use kbxscope::workload::{KeyDetails, Listed};
+
+/// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it.
+pub fn listing(l: &Listed) -> String {
+    let mut s = String::new();
+    let eph = if l.ephemeral { " [ephemeral]" } else { "" };
+    match &l.key {
+        KeyDetails::Openpgp(k) => {
+            let _ = writeln!(s, "pub   {} {} [{}]{eph}", k.algorithm, date(&k.created), k.usage);
+            let _ = writeln!(s, "      {}", k.fingerprint);
+            for uid in &k.user_ids {
+                let _ = writeln!(s, "uid           {uid}");
+            }
+            for _ in 0..k.user_attributes {
+                let _ = writeln!(s, "uat           [user attribute]");
+            }
+            for sub in &k.subkeys {
+                let _ = writeln!(s, "sub   {} {} [{}]", sub.algorithm, date(&sub.created), sub.usage);
+            }
+        }
+        KeyDetails::X509(c) => {
+            let _ = writeln!(s, "           ID: 0x{}{eph}", c.key_id);
+            let _ = writeln!(s, "          S/N: {}", c.serial);
+            let _ = writeln!(s, "       Issuer: {}", c.issuer);
+            let _ = writeln!(s, "      Subject: {}", c.subject);
+            for mail in &c.emails {
+                let _ = writeln!(s, "          aka: {mail}");
+            }
+            let _ = writeln!(s, "     validity: {} through {}", datetime(&c.not_before), datetime(&c.not_after));
+            let _ = writeln!(s, "     key type: {}", c.key_algorithm);
+            let _ = writeln!(s, "  fingerprint: {}", colon_hex(&c.fingerprint));
+        }
+    }
+    s
+}
+
+fn date(rfc3339: &str) -> &str {
+    rfc3339.split('T').next().unwrap_or(rfc3339)
+}
+
+fn datetime(rfc3339: &str) -> String {
+    rfc3339.trim_end_matches('Z').replacen('T', " ", 1)
+}
+
+fn colon_hex(hex: &str) -> String {
+    hex.as_bytes().chunks(2).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(":")
+}
+
+/// `--io-summary=text`.
+pub fn io_summary(s: &IoStats, size: BufferSize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "io summary: buffer {size} ({} bytes)", s.buffer_size);
+    let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "op", "events", "time");
+    for op in FileOp::ALL {
+        let _ = writeln!(out, "  {:<6} {:>10} {:>12}", op.name(), s.events.get(op), duration(s.time_ns.get(op)));
+    }
+    let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "total", s.events.total(), duration(s.time_ns.total()));
+    let _ = writeln!(out, "  bytes read: {}, logical reads: {}", s.bytes_read, s.logical_reads);
+    out
+}
+
+/// A duration in ns with a readable unit.
+fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.3} s", ns as f64 / 1e9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_hex() {
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(1500), "1.5 µs");
+        assert_eq!(duration(2_500_000), "2.5 ms");
+        assert_eq!(duration(3_000_000_000), "3.000 s");
+        assert_eq!(colon_hex("ABCD01"), "AB:CD:01");
+        assert_eq!(datetime("2026-11-30T07:17:58Z"), "2026-11-30 07:17:58");
+    }
+}

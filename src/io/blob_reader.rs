@@ -1,0 +1,186 @@
+//! Reading one blob at a time, the way GnuPG's `_keybox_read_blob` does.
+//!
+//! Each call reads the 5-byte prefix (length and type) as one logical
+//! read, then:
+//! * type 0 (deleted): skips the rest with a relative seek and reports it;
+//! * a length over 5 MiB: skips it the same way and reports it;
+//! * otherwise reads the remaining `length − 5` bytes in one logical read
+//!   into the caller's buffer, which is reused from blob to blob.
+//!
+//! The length is checked against the 5 MiB cap *before* anything is
+//! allocated, so memory stays bounded by one blob plus the read buffer.
+
+use std::io::{self, Read, Seek};
+
+use super::buffered::BufferedReader;
+use crate::kbx::blob::{read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
+
+/// What the next position of the file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// A blob, now complete in the caller's buffer.
+    Blob {
+        /// File offset of the blob's first byte.
+        offset: u64,
+    },
+    /// A deleted blob (type 0), skipped.
+    Deleted {
+        /// File offset of the blob.
+        offset: u64,
+        /// Its length field.
+        length: u32,
+    },
+    /// A blob longer than 5 MiB, skipped as GnuPG skips it.
+    TooLarge {
+        /// File offset of the blob.
+        offset: u64,
+        /// Its length field.
+        length: u32,
+    },
+    /// The end of the file, at a blob boundary.
+    Eof,
+}
+
+/// A blob that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadBlobError {
+    /// The system failed a read or seek.
+    #[error("read error: {source}")]
+    Io {
+        /// File offset of the blob.
+        offset: u64,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The file ends inside the 5-byte length and type prefix.
+    #[error("the file ends after {got} byte(s) of a blob's 5-byte length and type")]
+    TruncatedPrefix {
+        /// File offset of the blob.
+        offset: u64,
+        /// Bytes present.
+        got: usize,
+    },
+    /// The length field is below 5.
+    #[error("length field {length} is shorter than the 5-byte length and type")]
+    LengthTooShort {
+        /// File offset of the blob.
+        offset: u64,
+        /// The length field.
+        length: u32,
+    },
+    /// The file ends inside a blob.
+    #[error("blob of {length} bytes is truncated: the file ends after {got} of them")]
+    Truncated {
+        /// File offset of the blob.
+        offset: u64,
+        /// The length field.
+        length: u32,
+        /// Bytes present.
+        got: u64,
+    },
+}
+
+impl ReadBlobError {
+    /// File offset of the blob concerned.
+    pub fn offset(&self) -> u64 {
+        match self {
+            Self::Io { offset, .. }
+            | Self::TruncatedPrefix { offset, .. }
+            | Self::LengthTooShort { offset, .. }
+            | Self::Truncated { offset, .. } => *offset,
+        }
+    }
+}
+
+/// Read the blob at the current position into `image` (which is cleared
+/// first and holds exactly the blob on [`Next::Blob`]).
+///
+/// # Errors
+/// [`ReadBlobError`] for truncated or malformed framing and system errors.
+pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>) -> Result<Next, ReadBlobError> {
+    let offset = r.position();
+    let io = |source| ReadBlobError::Io { offset, source };
+    let mut prefix = [0u8; BLOB_PREFIX_LEN];
+    let got = r.read(&mut prefix).map_err(io)?;
+    if got == 0 {
+        return Ok(Next::Eof);
+    }
+    let Some((length, ty)) = read_prefix(&prefix[..got]) else {
+        return Err(ReadBlobError::TruncatedPrefix { offset, got });
+    };
+    if (length as usize) < BLOB_PREFIX_LEN {
+        return Err(ReadBlobError::LengthTooShort { offset, length });
+    }
+    let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
+    if ty == BlobType::Empty {
+        r.skip(rest).map_err(io)?;
+        return Ok(Next::Deleted { offset, length });
+    }
+    if length > IMAGELEN_LIMIT {
+        r.skip(rest).map_err(io)?;
+        return Ok(Next::TooLarge { offset, length });
+    }
+    image.clear();
+    image.extend_from_slice(&prefix);
+    image.resize(length as usize, 0);
+    let body = r.read(&mut image[BLOB_PREFIX_LEN..]).map_err(io)?;
+    if (body as u64) < rest {
+        return Err(ReadBlobError::Truncated { offset, length, got: (BLOB_PREFIX_LEN + body) as u64 });
+    }
+    Ok(Next::Blob { offset })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::BufferSize;
+    use std::io::Cursor;
+
+    fn blob(len: u32, ty: u8) -> Vec<u8> {
+        let mut b = vec![0xAAu8; len as usize];
+        b[..4].copy_from_slice(&len.to_be_bytes());
+        b[4] = ty;
+        b
+    }
+
+    fn reader(bytes: Vec<u8>) -> BufferedReader<Cursor<Vec<u8>>> {
+        BufferedReader::new(Cursor::new(bytes), BufferSize::Bytes(64))
+    }
+
+    #[test]
+    fn walks_blobs_and_skips_deleted() {
+        let file = [blob(32, 1), blob(40, 0), blob(100, 2)].concat();
+        let mut r = reader(file);
+        let mut img = Vec::new();
+        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Blob { offset: 0 });
+        assert_eq!(img.len(), 32);
+        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Deleted { offset: 32, length: 40 });
+        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Blob { offset: 72 });
+        assert_eq!(img, blob(100, 2));
+        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Eof);
+    }
+
+    #[test]
+    fn skips_over_limit_without_allocating() {
+        let mut file = (IMAGELEN_LIMIT + 1).to_be_bytes().to_vec();
+        file.push(2);
+        let mut r = reader(file);
+        let mut img = Vec::new();
+        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::TooLarge { offset: 0, length: IMAGELEN_LIMIT + 1 });
+        assert!(img.capacity() < 1024);
+        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Eof);
+    }
+
+    #[test]
+    fn framing_errors() {
+        let mut img = Vec::new();
+        let e = read_blob(&mut reader(vec![0, 0, 1]), &mut img).unwrap_err();
+        assert!(matches!(e, ReadBlobError::TruncatedPrefix { offset: 0, got: 3 }));
+        let e = read_blob(&mut reader(vec![0, 0, 0, 4, 2]), &mut img).unwrap_err();
+        assert!(matches!(e, ReadBlobError::LengthTooShort { length: 4, .. }));
+        let mut file = blob(100, 2);
+        file.truncate(60);
+        let e = read_blob(&mut reader(file), &mut img).unwrap_err();
+        assert!(matches!(e, ReadBlobError::Truncated { length: 100, got: 60, .. }));
+    }
+}

@@ -1,0 +1,173 @@
+//! `--kbx-buffer-size`: how large the read buffer is.
+//!
+//! A bare number is KiB with GnuPG's meaning (`keybox_set_buffersize`): 0
+//! keeps the stream default of 8 KiB, other values round *up* to a
+//! multiple of 8 KiB. A number with a unit is exact: `4096B`, `12k` or
+//! `12KiB` (12288 bytes), `1M` or `1MiB`, `1G` or `1GiB`. `unbuffered`
+//! sends every logical read to the operating system. The largest size is
+//! 1 GiB.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One KiB.
+const KIB: u64 = 1024;
+/// The stream layer's default buffer (estream's `BUFFER_BLOCK_SIZE`).
+pub const STREAM_DEFAULT: usize = 8 * 1024;
+/// The largest buffer accepted.
+pub const MAX_BUFFER: u64 = 1024 * 1024 * 1024;
+
+/// The read buffer of a keybox handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BufferSize {
+    /// No buffer: every logical read is one or more `read(2)` calls.
+    Unbuffered,
+    /// A buffer of this many bytes (at least 1).
+    Bytes(usize),
+}
+
+impl Default for BufferSize {
+    /// 64 KiB, GnuPG's default on Unix since 2.4.2 / 2.2.42.
+    fn default() -> Self {
+        Self::Bytes(64 * 1024)
+    }
+}
+
+impl BufferSize {
+    /// The buffer's capacity in bytes (0 when unbuffered).
+    pub fn bytes(self) -> usize {
+        match self {
+            Self::Unbuffered => 0,
+            Self::Bytes(n) => n,
+        }
+    }
+
+    /// GnuPG's `--kbx-buffer-size N` (N in KiB): 0 → 8 KiB default,
+    /// otherwise rounded up to a multiple of 8 KiB.
+    pub fn from_gnupg_kib(kib: u64) -> Result<Self, BufferSizeError> {
+        if kib == 0 {
+            return Ok(Self::Bytes(STREAM_DEFAULT));
+        }
+        let rounded = kib.checked_add(7).map(|k| k / 8 * 8).ok_or(BufferSizeError::TooLarge)?;
+        let bytes = rounded.checked_mul(KIB).filter(|b| *b <= MAX_BUFFER).ok_or(BufferSizeError::TooLarge)?;
+        Ok(Self::Bytes(bytes as usize))
+    }
+
+    /// The label used in reports and metrics: the size in bytes ("0" when
+    /// unbuffered).
+    pub fn label(self) -> String {
+        self.bytes().to_string()
+    }
+}
+
+impl fmt::Display for BufferSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Unbuffered => f.write_str("unbuffered"),
+            Self::Bytes(n) if n % (1024 * 1024) == 0 => write!(f, "{} MiB", n / (1024 * 1024)),
+            Self::Bytes(n) if n % 1024 == 0 => write!(f, "{} KiB", n / 1024),
+            Self::Bytes(n) => write!(f, "{n} B"),
+        }
+    }
+}
+
+/// Why a buffer size was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BufferSizeError {
+    /// Not a number, a unit or `unbuffered`.
+    #[error("expected a number of KiB (0 = the 8 KiB stream default; rounded up to a multiple of 8 KiB), a size with a unit (4096B, 12k, 12KiB, 1M, 1MiB, 1G) or 'unbuffered'")]
+    Syntax,
+    /// Zero with a unit.
+    #[error(
+        "a size with a unit must be at least 1 byte (use 0 without a unit for the 8 KiB default, or 'unbuffered')"
+    )]
+    Zero,
+    /// More than 1 GiB.
+    #[error("the largest buffer is 1 GiB")]
+    TooLarge,
+}
+
+impl FromStr for BufferSize {
+    type Err = BufferSizeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("unbuffered") {
+            return Ok(Self::Unbuffered);
+        }
+        let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let (num, unit) = s.split_at(digits_end);
+        if num.is_empty() {
+            return Err(BufferSizeError::Syntax);
+        }
+        // Digits only: anything that does not fit in u64 is surely too large.
+        let n: u64 = num.parse().map_err(|_| BufferSizeError::TooLarge)?;
+        let multiplier = match unit.to_ascii_lowercase().as_str() {
+            "" => return Self::from_gnupg_kib(n),
+            "b" => 1,
+            "k" | "kib" => KIB,
+            "m" | "mib" => KIB * KIB,
+            "g" | "gib" => KIB * KIB * KIB,
+            _ => return Err(BufferSizeError::Syntax),
+        };
+        if n == 0 {
+            return Err(BufferSizeError::Zero);
+        }
+        let bytes = n.checked_mul(multiplier).filter(|b| *b <= MAX_BUFFER).ok_or(BufferSizeError::TooLarge)?;
+        Ok(Self::Bytes(bytes as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<usize, BufferSizeError> {
+        s.parse::<BufferSize>().map(BufferSize::bytes)
+    }
+
+    #[test]
+    fn gnupg_kib_meaning() {
+        assert_eq!(p("0"), Ok(8192));
+        assert_eq!(p("1"), Ok(8192));
+        assert_eq!(p("8"), Ok(8192));
+        assert_eq!(p("9"), Ok(16384));
+        assert_eq!(p("16"), Ok(16384));
+        assert_eq!(p("64"), Ok(65536));
+        assert_eq!(p("512"), Ok(524288));
+        assert_eq!(p("1048576"), Ok(1 << 30));
+        assert_eq!(p("1048577"), Err(BufferSizeError::TooLarge));
+    }
+
+    #[test]
+    fn exact_units() {
+        assert_eq!(p("4096B"), Ok(4096));
+        assert_eq!(p("1b"), Ok(1));
+        assert_eq!(p("12k"), Ok(12288));
+        assert_eq!(p("12KiB"), Ok(12288));
+        assert_eq!(p("1M"), Ok(1 << 20));
+        assert_eq!(p("1MiB"), Ok(1 << 20));
+        assert_eq!(p("1G"), Ok(1 << 30));
+        assert_eq!(p("unbuffered"), Ok(0));
+        assert_eq!("unbuffered".parse(), Ok(BufferSize::Unbuffered));
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for bad in ["", "-1", "-8", "abc", "12kb", "1.5M", " 8", "8 ", "k", "0x10"] {
+            assert_eq!(p(bad), Err(BufferSizeError::Syntax), "{bad:?}");
+        }
+        assert_eq!(p("0B"), Err(BufferSizeError::Zero));
+        assert_eq!(p("0k"), Err(BufferSizeError::Zero));
+        assert_eq!(p("2G"), Err(BufferSizeError::TooLarge));
+        assert_eq!(p("1025M"), Err(BufferSizeError::TooLarge));
+        assert_eq!(p("99999999999999999999999"), Err(BufferSizeError::TooLarge));
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(BufferSize::Bytes(65536).to_string(), "64 KiB");
+        assert_eq!(BufferSize::Bytes(4096 + 1).to_string(), "4097 B");
+        assert_eq!(BufferSize::Bytes(1 << 20).to_string(), "1 MiB");
+        assert_eq!(BufferSize::Unbuffered.to_string(), "unbuffered");
+    }
+}

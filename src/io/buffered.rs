@@ -1,0 +1,290 @@
+//! The one buffer between kbxscope and the operating system.
+//!
+//! [`BufferedReader`] wraps anything that reads and seeks (a real file or,
+//! in tests and fuzzing, a `Cursor`) and counts every call it makes on it:
+//! those calls are the *file events*. Its rules follow GnuPG's estream
+//! layer where that matters for the counts:
+//!
+//! * an empty buffer is refilled with exactly **one** `read(2)` of the
+//!   buffer's full capacity; a large logical read does not bypass the
+//!   buffer but loops refill + copy, so a sequential pass over `S` bytes
+//!   costs `⌈S/B⌉ + 1` reads (the last one returns 0 at end of file);
+//! * a seek whose target lies inside the buffered bytes is served from
+//!   the buffer without a system call (estream would `lseek` and discard
+//!   the buffer here); any other seek is one `lseek(2)` and empties the
+//!   buffer;
+//! * unbuffered, every logical read goes to the operating system: one
+//!   `read(2)` per call, more only if the system returns less than asked.
+//!
+//! Reads served from memory are *logical reads*, counted apart from file
+//! events. Counting is a few integer adds per call on the reader's own
+//! [`IoStats`]: no lock, no allocation.
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::time::Instant;
+
+use super::buffer_size::BufferSize;
+use super::stats::{FileOp, IoStats};
+
+/// A counting, buffered reader over `F`.
+#[derive(Debug)]
+pub struct BufferedReader<F> {
+    inner: F,
+    buf: Box<[u8]>,
+    /// Next byte to hand out, as an index into `buf`.
+    pos: usize,
+    /// Valid bytes in `buf`.
+    filled: usize,
+    /// File offset of `buf[0]` (unbuffered: the current position).
+    buf_start: u64,
+    stats: IoStats,
+}
+
+impl<F: Read + Seek> BufferedReader<F> {
+    /// Wrap `inner`, positioned at offset 0, with a buffer of `size`.
+    ///
+    /// The buffer is allocated here, once (at most 1 GiB, see
+    /// [`BufferSize`]).
+    pub fn new(inner: F, size: BufferSize) -> Self {
+        Self {
+            inner,
+            buf: vec![0u8; size.bytes()].into_boxed_slice(),
+            pos: 0,
+            filled: 0,
+            buf_start: 0,
+            stats: IoStats::new(size.bytes() as u64),
+        }
+    }
+
+    /// The logical position: the offset of the next byte [`read`](Self::read) returns.
+    pub fn position(&self) -> u64 {
+        self.buf_start + self.pos as u64
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> &IoStats {
+        &self.stats
+    }
+
+    /// The counters, for the owner to add the events it issues itself
+    /// (open, stat, close).
+    pub fn stats_mut(&mut self) -> &mut IoStats {
+        &mut self.stats
+    }
+
+    /// The wrapped reader.
+    pub fn get_ref(&self) -> &F {
+        &self.inner
+    }
+
+    /// Unwrap, returning the reader and the counters.
+    pub fn into_parts(self) -> (F, IoStats) {
+        (self.inner, self.stats)
+    }
+
+    /// One timed `read(2)` into `into` (retried, and counted again, if interrupted).
+    fn sys_read(inner: &mut F, stats: &mut IoStats, into: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let start = Instant::now();
+            let r = inner.read(into);
+            stats.record(FileOp::Read, start.elapsed());
+            match r {
+                Ok(n) => {
+                    stats.bytes_read += n as u64;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One timed `lseek(2)` to an absolute offset.
+    fn sys_seek(&mut self, to: u64) -> io::Result<()> {
+        let start = Instant::now();
+        let r = self.inner.seek(SeekFrom::Start(to));
+        self.stats.record(FileOp::Seek, start.elapsed());
+        r.map(|_| ())
+    }
+
+    /// One logical read: fill `out` completely unless the end of the file
+    /// comes first. Returns the number of bytes copied.
+    ///
+    /// # Errors
+    /// The operating system's error from `read(2)`.
+    pub fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.stats.logical_reads += 1;
+        let mut done = 0;
+        if self.buf.is_empty() {
+            while done < out.len() {
+                let n = Self::sys_read(&mut self.inner, &mut self.stats, &mut out[done..])?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+                self.buf_start += n as u64;
+            }
+            return Ok(done);
+        }
+        while done < out.len() {
+            if self.pos == self.filled {
+                self.buf_start += self.filled as u64;
+                self.pos = 0;
+                self.filled = 0;
+                let n = Self::sys_read(&mut self.inner, &mut self.stats, &mut self.buf)?;
+                if n == 0 {
+                    break;
+                }
+                self.filled = n;
+            }
+            let take = (out.len() - done).min(self.filled - self.pos);
+            out[done..done + take].copy_from_slice(&self.buf[self.pos..self.pos + take]);
+            self.pos += take;
+            done += take;
+        }
+        Ok(done)
+    }
+
+    /// Move to an absolute offset: from the buffer if the target is among
+    /// the buffered bytes, else with one `lseek(2)`.
+    ///
+    /// # Errors
+    /// The operating system's error from `lseek(2)`.
+    pub fn seek_to(&mut self, target: u64) -> io::Result<()> {
+        if !self.buf.is_empty() && target >= self.buf_start && target <= self.buf_start + self.filled as u64 {
+            self.pos = (target - self.buf_start) as usize;
+            return Ok(());
+        }
+        self.sys_seek(target)?;
+        self.buf_start = target;
+        self.pos = 0;
+        self.filled = 0;
+        Ok(())
+    }
+
+    /// Skip `n` bytes forward (GnuPG's `fseek(n, SEEK_CUR)`).
+    ///
+    /// # Errors
+    /// An offset past `u64::MAX`, or the error from `lseek(2)`.
+    pub fn skip(&mut self, n: u64) -> io::Result<()> {
+        let target = self
+            .position()
+            .checked_add(n)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek past the largest file offset"))?;
+        self.seek_to(target)
+    }
+
+    /// Go back to the start of the file.
+    ///
+    /// # Errors
+    /// The error from `lseek(2)`.
+    pub fn rewind(&mut self) -> io::Result<()> {
+        self.seek_to(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Cursor;
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn sequential_pass_costs_ceil_plus_one_reads() {
+        for (size, buf) in [(10_000usize, 4096usize), (8192, 4096), (1, 8192), (0, 8192)] {
+            let mut r = BufferedReader::new(Cursor::new(data(size)), BufferSize::Bytes(buf));
+            let mut out = vec![0u8; 1000];
+            let mut total = 0;
+            loop {
+                let n = r.read(&mut out).unwrap();
+                total += n;
+                if n < out.len() {
+                    break;
+                }
+            }
+            assert_eq!(total, size);
+            assert_eq!(r.stats().events.read, size.div_ceil(buf) as u64 + 1, "size {size} buf {buf}");
+            assert_eq!(r.stats().bytes_read, size as u64);
+            assert_eq!(r.stats().events.seek, 0);
+        }
+    }
+
+    #[test]
+    fn seek_inside_buffer_is_free_and_outside_costs_one() {
+        let mut r = BufferedReader::new(Cursor::new(data(100_000)), BufferSize::Bytes(8192));
+        let mut out = [0u8; 10];
+        r.read(&mut out).unwrap();
+        r.seek_to(8000).unwrap();
+        r.seek_to(8192).unwrap();
+        r.seek_to(0).unwrap();
+        assert_eq!(r.stats().events.seek, 0);
+        r.seek_to(50_000).unwrap();
+        assert_eq!(r.stats().events.seek, 1);
+        r.read(&mut out).unwrap();
+        assert_eq!(out[0], data(100_000)[50_000]);
+        assert_eq!(r.stats().events.read, 2);
+        assert_eq!(r.stats().logical_reads, 2);
+    }
+
+    #[test]
+    fn unbuffered_reads_go_to_the_os() {
+        let mut r = BufferedReader::new(Cursor::new(data(100)), BufferSize::Unbuffered);
+        let mut out = [0u8; 5];
+        r.read(&mut out).unwrap();
+        r.read(&mut out).unwrap();
+        r.seek_to(50).unwrap();
+        r.read(&mut out).unwrap();
+        assert_eq!(r.stats().events.read, 3);
+        assert_eq!(r.stats().events.seek, 1);
+        assert_eq!(r.position(), 55);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Read(usize),
+        Seek(u64),
+        Skip(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..20_000).prop_map(Op::Read),
+            (0u64..40_000).prop_map(Op::Seek),
+            (0u64..10_000).prop_map(Op::Skip),
+        ]
+    }
+
+    fn size() -> impl Strategy<Value = BufferSize> {
+        prop_oneof![Just(BufferSize::Unbuffered), (1usize..20_000).prop_map(BufferSize::Bytes)]
+    }
+
+    proptest! {
+        #[test]
+        fn same_bytes_as_direct_reads(len in 0usize..30_000, size in size(), ops in proptest::collection::vec(op(), 1..40)) {
+            let file = data(len);
+            let mut r = BufferedReader::new(Cursor::new(file.clone()), size);
+            let mut pos = 0u64;
+            for op in ops {
+                match op {
+                    Op::Read(n) => {
+                        let mut out = vec![0u8; n];
+                        let got = r.read(&mut out).unwrap();
+                        let start = (pos as usize).min(file.len());
+                        let want = &file[start..(start + n).min(file.len())];
+                        prop_assert_eq!(&out[..got], want);
+                        pos += got as u64;
+                    }
+                    Op::Seek(to) => { r.seek_to(to).unwrap(); pos = to; }
+                    Op::Skip(n) => { r.skip(n).unwrap(); pos += n; }
+                }
+                prop_assert_eq!(r.position(), pos);
+            }
+            let s = r.stats();
+            prop_assert!(s.bytes_read <= s.events.read * size.bytes().max(20_000) as u64);
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The instrumented, buffered file layer: the only code that touches a keybox.
+//!
+//! Every system call issued on a keybox — `openat`, `read`, `lseek`,
+//! `close` and one `fstat` per open — is a *file event*: counted and timed
+//! with the monotonic clock, per operation, in an [`IoStats`]. Reads the
+//! buffer serves are *logical reads*, counted apart. The counts equal what
+//! `strace` sees on the keybox's descriptor (the integration tests check
+//! this under strace for several buffer sizes).
+//!
+//! * [`BufferSize`]: `--kbx-buffer-size`, with GnuPG's meaning;
+//! * [`BufferedReader`]: the one buffer, over any `Read + Seek`;
+//! * [`KeyboxFile`]: a read-only open of a path, closed on drop, adding its
+//!   counters to an [`IoTally`];
+//! * [`read_blob`]: GnuPG's blob-at-a-time read pattern on top.
+
+pub mod blob_reader;
+pub mod buffer_size;
+pub mod buffered;
+pub mod keybox_file;
+pub mod stats;
+
+pub use blob_reader::{read_blob, Next, ReadBlobError};
+pub use buffer_size::{BufferSize, BufferSizeError};
+pub use buffered::BufferedReader;
+pub use keybox_file::{IoTally, KeyboxFile, OpenError};
+pub use stats::{FileOp, IoStats, PerOp};

@@ -1,0 +1,138 @@
+//! `list`: every key and certificate, like `gpg -k` and `gpgsm -k`.
+
+use std::io::{Read, Seek};
+
+use serde::Serialize;
+
+use super::openpgp::{self, OpenPgpKey};
+use super::scan::{Item, ScanError, Scanner};
+use super::x509::{self, X509Cert};
+use crate::io::BufferedReader;
+use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+
+/// Which blobs to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TypeFilter {
+    /// OpenPGP keys only.
+    OpenPgp,
+    /// X.509 certificates only.
+    X509,
+    /// Both.
+    #[default]
+    All,
+}
+
+impl TypeFilter {
+    /// Whether blobs of `t` pass.
+    pub fn admits(self, t: BlobType) -> bool {
+        matches!(
+            (self, t),
+            (Self::All, BlobType::OpenPgp | BlobType::X509)
+                | (Self::OpenPgp, BlobType::OpenPgp)
+                | (Self::X509, BlobType::X509)
+        )
+    }
+}
+
+/// The decoded contents of a key blob.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum KeyDetails {
+    /// An OpenPGP key.
+    Openpgp(OpenPgpKey),
+    /// An X.509 certificate.
+    X509(X509Cert),
+}
+
+/// One listed key, with where it is in the file.
+///
+/// Serialized (`--json`) as one object with the fields of this struct and
+/// of the [`KeyDetails`] variant, plus `"type": "openpgp"|"x509"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    /// Physical blob index (0 = first blob of the file).
+    pub blob_index: u64,
+    /// File offset of the blob.
+    pub offset: u64,
+    /// Whether the blob carries the ephemeral flag.
+    pub ephemeral: bool,
+    /// The key or certificate.
+    #[serde(flatten)]
+    pub key: KeyDetails,
+}
+
+/// How a listing pass ended.
+#[derive(Debug, Default)]
+pub struct ListOutcome {
+    /// Keys handed to the caller.
+    pub listed: u64,
+    /// Blobs whose contents did not decode; the pass went on after each.
+    pub problems: Vec<ScanError>,
+    /// The framing error that ended the pass early.
+    pub fatal: Option<ScanError>,
+}
+
+impl ListOutcome {
+    /// Whether anything went wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty() && self.fatal.is_none()
+    }
+}
+
+/// Decode a key blob's keyblock or certificate.
+///
+/// # Errors
+/// A [`ScanError`] located at the blob.
+pub fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> Result<Listed, ScanError> {
+    let key = match blob.blob_type {
+        BlobType::X509 => x509::describe(blob).map(KeyDetails::X509),
+        _ => openpgp::describe(blob.data()).map(KeyDetails::Openpgp),
+    }
+    .map_err(|m| ScanError::content(index, offset + u64::from(blob.data_offset), m))?;
+    Ok(Listed { blob_index: index, offset, ephemeral: blob.is_ephemeral(), key })
+}
+
+/// Parse the blob image if it is a key blob admitted by `filter`.
+pub(super) fn key_blob(image: &[u8], filter: TypeFilter) -> Option<Result<KeyBlob<'_>, crate::kbx::ParseError>> {
+    let ty = BlobType::from_byte(*image.get(4)?);
+    if !filter.admits(ty) {
+        return None;
+    }
+    Some(parse_blob(image).map(|b| match b {
+        Blob::Key(k) => k,
+        // admits() only passes types 2 and 3, which parse to Blob::Key.
+        _ => unreachable!("type {ty:?} parsed to a non-key blob"),
+    }))
+}
+
+/// List every key blob admitted by `filter`, in file order.
+pub fn run<F: Read + Seek>(
+    reader: &mut BufferedReader<F>,
+    filter: TypeFilter,
+    mut emit: impl FnMut(Listed),
+) -> ListOutcome {
+    let mut out = ListOutcome::default();
+    let mut scan = Scanner::new(reader);
+    loop {
+        match scan.next_item() {
+            Ok(None) => break,
+            Ok(Some(Item::TooLarge { .. })) => {}
+            Ok(Some(Item::Blob { index, offset, .. })) => match key_blob(scan.image(), filter) {
+                None => {}
+                Some(Err(e)) => out.problems.push(ScanError::parse(index, offset, e)),
+                Some(Ok(blob)) => match describe(index, offset, &blob) {
+                    Ok(listed) => {
+                        out.listed += 1;
+                        emit(listed);
+                    }
+                    Err(e) => out.problems.push(e),
+                },
+            },
+            Err(e) => {
+                out.fatal = Some(e);
+                break;
+            }
+        }
+    }
+    out
+}

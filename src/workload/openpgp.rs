@@ -1,0 +1,131 @@
+//! What `list` shows of an OpenPGP keyblock, decoded with the `pgp` crate.
+//!
+//! GnuPG stores its ring-trust packets (tag 12) inside the keyblock.
+//! `pgp`'s composed parser stops at the first one *without an error* and
+//! silently drops every user id and subkey after it, so those packets are
+//! filtered out of the packet stream before the key is assembled.
+
+use pgp::composed::{Deserializable, SignedPublicKey};
+use pgp::packet::{Packet, PacketParser, Signature};
+use pgp::types::{KeyDetails, PublicParams};
+use rsa::traits::PublicKeyParts;
+use serde::Serialize;
+
+use crate::kbx::dump::hex_upper;
+use crate::timefmt::rfc3339;
+
+/// One OpenPGP key as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenPgpKey {
+    /// Primary key fingerprint, upper-case hex.
+    pub fingerprint: String,
+    /// Primary key id (64 bits), upper-case hex.
+    pub key_id: String,
+    /// Key version (4, 5 or 6).
+    pub version: u8,
+    /// Creation time, RFC 3339 UTC.
+    pub created: String,
+    /// Algorithm as gpg names it (`ed25519`, `rsa3072`, `cv25519`, …).
+    pub algorithm: String,
+    /// Capabilities from the self-signatures, gpg-style letters (`SC`, `E`, …).
+    pub usage: String,
+    /// User ids (lossy UTF-8).
+    pub user_ids: Vec<String>,
+    /// Number of user attribute packets (photo ids).
+    pub user_attributes: usize,
+    /// Subkeys in keyblock order.
+    pub subkeys: Vec<OpenPgpSubkey>,
+}
+
+/// One subkey as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenPgpSubkey {
+    /// Fingerprint, upper-case hex.
+    pub fingerprint: String,
+    /// Key id, upper-case hex.
+    pub key_id: String,
+    /// Creation time, RFC 3339 UTC.
+    pub created: String,
+    /// Algorithm as gpg names it.
+    pub algorithm: String,
+    /// Capabilities from the binding signature.
+    pub usage: String,
+}
+
+/// Decode a keyblock image (with GnuPG's trust packets) into a listing.
+///
+/// # Errors
+/// A message when the keyblock does not hold a public key.
+pub fn describe(image: &[u8]) -> Result<OpenPgpKey, String> {
+    let packets = PacketParser::new(image).filter(|p| !matches!(p, Ok(Packet::Trust(_))));
+    let key = SignedPublicKey::from_packets(packets.peekable())
+        .next()
+        .ok_or_else(|| "keyblock holds no public key".to_string())?
+        .map_err(|e| format!("keyblock does not decode: {e}"))?;
+    let primary = &key.primary_key;
+    let self_sigs = key.details.users.iter().flat_map(|u| u.signatures.iter()).chain(&key.details.direct_signatures);
+    Ok(OpenPgpKey {
+        fingerprint: hex_upper(primary.fingerprint().as_bytes()),
+        key_id: hex_upper(primary.legacy_key_id().as_ref()),
+        version: u8::from(primary.version()),
+        created: rfc3339(primary.created_at().as_secs().into()),
+        algorithm: algorithm_name(primary.public_params()),
+        usage: usage_letters(self_sigs),
+        user_ids: key.details.users.iter().map(|u| String::from_utf8_lossy(u.id.id()).into_owned()).collect(),
+        user_attributes: key.details.user_attributes.len(),
+        subkeys: key
+            .public_subkeys
+            .iter()
+            .map(|s| OpenPgpSubkey {
+                fingerprint: hex_upper(s.key.fingerprint().as_bytes()),
+                key_id: hex_upper(s.key.legacy_key_id().as_ref()),
+                created: rfc3339(s.key.created_at().as_secs().into()),
+                algorithm: algorithm_name(s.key.public_params()),
+                usage: usage_letters(s.signatures.iter()),
+            })
+            .collect(),
+    })
+}
+
+/// gpg's capability letters from the first signature that carries key flags.
+fn usage_letters<'a>(mut sigs: impl Iterator<Item = &'a Signature>) -> String {
+    let Some(flags) = sigs.find_map(|s| {
+        let f = s.key_flags();
+        (f.sign() || f.certify() || f.encrypt_comms() || f.encrypt_storage() || f.authentication()).then_some(f)
+    }) else {
+        return String::new();
+    };
+    let mut s = String::new();
+    for (on, letter) in [
+        (flags.sign(), 'S'),
+        (flags.certify(), 'C'),
+        (flags.encrypt_comms() || flags.encrypt_storage(), 'E'),
+        (flags.authentication(), 'A'),
+    ] {
+        if on {
+            s.push(letter);
+        }
+    }
+    s
+}
+
+/// The algorithm the way `gpg -k` prints it.
+fn algorithm_name(params: &PublicParams) -> String {
+    use pgp::types::{EcdhPublicParams as Ecdh, EcdsaPublicParams as Ecdsa};
+    match params {
+        PublicParams::RSA(p) => format!("rsa{}", p.key.n().bits()),
+        PublicParams::DSA(_) => "dsa".into(),
+        PublicParams::Elgamal(_) => "elg".into(),
+        PublicParams::ECDSA(Ecdsa::P256 { .. }) | PublicParams::ECDH(Ecdh::P256 { .. }) => "nistp256".into(),
+        PublicParams::ECDSA(Ecdsa::P384 { .. }) | PublicParams::ECDH(Ecdh::P384 { .. }) => "nistp384".into(),
+        PublicParams::ECDSA(Ecdsa::P521 { .. }) | PublicParams::ECDH(Ecdh::P521 { .. }) => "nistp521".into(),
+        PublicParams::ECDSA(_) => "ecdsa".into(),
+        PublicParams::ECDH(Ecdh::Curve25519Legacy { .. }) | PublicParams::X25519(_) => "cv25519".into(),
+        PublicParams::ECDH(_) => "ecdh".into(),
+        PublicParams::EdDSALegacy(_) | PublicParams::Ed25519(_) => "ed25519".into(),
+        PublicParams::X448(_) => "cv448".into(),
+        PublicParams::Ed448(_) => "ed448".into(),
+        #[allow(unreachable_patterns)]
+        _ => "unknown".into(),
+    }
+}

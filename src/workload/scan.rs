@@ -1,0 +1,187 @@
+//! A pass over a keybox, blob by blob, with blob indexes and offsets.
+
+use std::fmt;
+use std::io::{Read, Seek};
+
+use crate::io::{read_blob, BufferedReader, Next, ReadBlobError};
+use crate::kbx::{BlobType, ParseError};
+
+/// What a scan yields at each stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    /// A blob, available from [`Scanner::image`].
+    Blob {
+        /// Physical index (0 = the first blob of the file; deleted blobs count).
+        index: u64,
+        /// File offset.
+        offset: u64,
+        /// How many deleted blobs were skipped just before it.
+        deleted_before: u64,
+    },
+    /// A blob over 5 MiB, skipped.
+    TooLarge {
+        /// Physical index.
+        index: u64,
+        /// File offset.
+        offset: u64,
+        /// Its length field.
+        length: u32,
+        /// How many deleted blobs were skipped just before it.
+        deleted_before: u64,
+    },
+}
+
+/// What went wrong with one blob.
+#[derive(Debug)]
+pub enum ScanErrorKind {
+    /// The framing could not be read.
+    Read(ReadBlobError),
+    /// The blob's contents do not decode.
+    Parse(ParseError),
+    /// The keyblock or certificate inside the blob does not decode.
+    Content(String),
+    /// The file does not start like a keybox.
+    NotAKeybox(String),
+}
+
+/// An error located at a blob: its physical index and a file byte offset.
+#[derive(Debug)]
+pub struct ScanError {
+    /// Physical index of the blob.
+    pub index: u64,
+    /// File offset of the problem (the blob's offset plus the offset inside it).
+    pub offset: u64,
+    /// What is wrong.
+    pub kind: ScanErrorKind,
+}
+
+impl ScanError {
+    /// A decoding error of the blob at `index`, starting at `blob_offset`.
+    pub fn parse(index: u64, blob_offset: u64, e: ParseError) -> Self {
+        Self { index, offset: blob_offset + e.offset as u64, kind: ScanErrorKind::Parse(e) }
+    }
+
+    /// A content error (keyblock, certificate) of the blob at `index`.
+    pub fn content(index: u64, blob_offset: u64, msg: impl Into<String>) -> Self {
+        Self { index, offset: blob_offset, kind: ScanErrorKind::Content(msg.into()) }
+    }
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "blob {} at byte offset {}: ", self.index, self.offset)?;
+        match &self.kind {
+            ScanErrorKind::Read(e) => write!(f, "{e}"),
+            ScanErrorKind::Parse(e) => write!(f, "{}", e.kind),
+            ScanErrorKind::Content(m) => f.write_str(m),
+            ScanErrorKind::NotAKeybox(m) => write!(f, "not a keybox: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ScanError {}
+
+/// Walks a keybox from the reader's current position to the end.
+///
+/// Deleted blobs are skipped (and counted in `deleted_before`), as GnuPG
+/// skips them; the blob buffer is reused from blob to blob.
+///
+/// GnuPG itself never checks that a file is a keybox. The scanner does,
+/// on the first blob only: an empty file, or one whose first blob is
+/// neither a header (type 1, magic `KBXf`), nor an OpenPGP or X.509 blob,
+/// nor a deleted blob, is reported as "not a keybox" instead of being
+/// skipped as one giant blob (which is what a PNG or a text file would
+/// otherwise look like).
+#[derive(Debug)]
+pub struct Scanner<'r, F> {
+    reader: &'r mut BufferedReader<F>,
+    image: Vec<u8>,
+    index: u64,
+    trailing_deleted: u64,
+}
+
+/// A header blob with the right magic, or an OpenPGP or X.509 blob.
+fn plausible_first_blob(image: &[u8]) -> bool {
+    match BlobType::from_byte(image[4]) {
+        BlobType::Header => image.len() >= 12 && &image[8..12] == b"KBXf",
+        BlobType::OpenPgp | BlobType::X509 => true,
+        BlobType::Empty | BlobType::Unknown(_) => false,
+    }
+}
+
+impl<'r, F: Read + Seek> Scanner<'r, F> {
+    fn not_a_keybox(&self, offset: u64, msg: String) -> ScanError {
+        ScanError { index: 0, offset, kind: ScanErrorKind::NotAKeybox(msg) }
+    }
+
+    /// Start a scan at the reader's position, which is taken to be blob 0.
+    pub fn new(reader: &'r mut BufferedReader<F>) -> Self {
+        Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0 }
+    }
+
+    /// The blob of the last [`Item::Blob`].
+    pub fn image(&self) -> &[u8] {
+        &self.image
+    }
+
+    /// Deleted blobs after the last blob of the file (known at the end).
+    pub fn trailing_deleted(&self) -> u64 {
+        self.trailing_deleted
+    }
+
+    /// Blobs passed so far, deleted ones included.
+    pub fn blobs_seen(&self) -> u64 {
+        self.index
+    }
+
+    /// The next blob, or `None` at the end of the file.
+    ///
+    /// # Errors
+    /// A [`ScanError`] for framing or system errors; the scan cannot go on
+    /// after one.
+    pub fn next_item(&mut self) -> Result<Option<Item>, ScanError> {
+        let mut deleted = 0;
+        loop {
+            let index = self.index;
+            let next = read_blob(self.reader, &mut self.image).map_err(|e| ScanError {
+                index,
+                offset: e.offset(),
+                kind: ScanErrorKind::Read(e),
+            })?;
+            match next {
+                Next::Eof if index == 0 => {
+                    return Err(self.not_a_keybox(0, "the file is empty".into()));
+                }
+                Next::TooLarge { offset, length } if index == 0 => {
+                    let msg =
+                        format!("the first blob claims {length} bytes, more than the 5 MiB a keybox blob may have");
+                    return Err(self.not_a_keybox(offset, msg));
+                }
+                Next::Blob { offset } if index == 0 && !plausible_first_blob(&self.image) => {
+                    let msg = format!(
+                        "the first blob is neither a header (type 1, magic KBXf) nor a key blob (type byte {}, length {})",
+                        self.image[4],
+                        self.image.len()
+                    );
+                    return Err(self.not_a_keybox(offset, msg));
+                }
+                Next::Eof => {
+                    self.trailing_deleted = deleted;
+                    return Ok(None);
+                }
+                Next::Deleted { .. } => {
+                    deleted += 1;
+                    self.index += 1;
+                }
+                Next::Blob { offset } => {
+                    self.index += 1;
+                    return Ok(Some(Item::Blob { index, offset, deleted_before: deleted }));
+                }
+                Next::TooLarge { offset, length } => {
+                    self.index += 1;
+                    return Ok(Some(Item::TooLarge { index, offset, length, deleted_before: deleted }));
+                }
+            }
+        }
+    }
+}

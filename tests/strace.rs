@@ -1,0 +1,151 @@
+//! The counts of `--io-summary` against what `strace` sees, and the
+//! promise that the keybox is only ever read.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{io_summary, temp_copy, tool};
+
+/// System calls strace saw on `keybox`, by kbxscope's operation names,
+/// plus every call that touched its directory in any other way.
+#[derive(Debug, Default)]
+struct Seen {
+    ops: BTreeMap<&'static str, u64>,
+    opens: Vec<String>,
+    other: Vec<String>,
+}
+
+fn classify(syscall: &str) -> Option<&'static str> {
+    Some(match syscall {
+        "open" | "openat" | "openat2" => "open",
+        "read" | "pread64" | "readv" | "preadv" | "preadv2" => "read",
+        "lseek" | "_llseek" => "seek",
+        "close" => "close",
+        "fstat" | "newfstatat" | "statx" | "fstatat64" | "stat" | "lstat" => "stat",
+        _ => return None,
+    })
+}
+
+fn parse_trace(trace: &str, keybox: &Path) -> Seen {
+    let quoted = format!("\"{}\"", keybox.display());
+    let fd_tag = format!("<{}>", keybox.display());
+    let dir = keybox.parent().unwrap().display().to_string();
+    let mut seen = Seen::default();
+    for line in trace.lines() {
+        // strace -f prefixes the pid
+        let line = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+        let Some(paren) = line.find('(') else { continue };
+        let syscall = &line[..paren];
+        let args = &line[paren + 1..];
+        if syscall.starts_with("exec") {
+            continue; // the command line names the keybox
+        }
+        let after_fd = args.trim_start_matches(|c: char| c.is_ascii_digit());
+        let on_keybox = after_fd.starts_with(&fd_tag) || args.contains(&quoted);
+        if on_keybox {
+            match classify(syscall) {
+                Some(op) => *seen.ops.entry(op).or_default() += 1,
+                None => seen.other.push(line.to_string()),
+            }
+            if op_is_open(syscall) {
+                seen.opens.push(line.to_string());
+            }
+        } else if args.contains(&dir) && !on_other_fd(args) {
+            seen.other.push(line.to_string());
+        }
+    }
+    seen
+}
+
+/// Whether the call's first argument is a descriptor (of another file):
+/// its data may mention the directory (e.g. the listing on stdout).
+fn on_other_fd(args: &str) -> bool {
+    let rest = args.trim_start_matches(|c: char| c.is_ascii_digit());
+    rest.len() < args.len() && rest.starts_with('<')
+}
+
+fn op_is_open(syscall: &str) -> bool {
+    classify(syscall) == Some("open")
+}
+
+/// Run kbxscope under strace; return the trace and the io summary.
+fn traced(strace: &Path, dir: &Path, args: &[String]) -> (String, serde_json::Value) {
+    let trace_file = dir.join("trace.txt");
+    let o = Command::new(strace)
+        .args(["-f", "-y", "-qq", "-e", "trace=%file,%desc,lseek", "-o"])
+        .arg(&trace_file)
+        .arg(env!("CARGO_BIN_EXE_kbxscope"))
+        .args(args)
+        .output()
+        .expect("run strace");
+    let summary = io_summary(&o);
+    (std::fs::read_to_string(&trace_file).unwrap(), summary)
+}
+
+const SIZES: [&str; 5] = ["unbuffered", "0", "16", "128", "4096B"];
+
+fn commands(keybox: &str) -> Vec<Vec<String>> {
+    let k = keybox.to_string();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        [s(&["stats"]), vec![k.clone()]].concat(),
+        [s(&["dump"]), vec![k.clone()]].concat(),
+        [s(&["list", "--json"]), vec![k.clone()]].concat(),
+        [s(&["find"]), vec![k.clone()], s(&["Lange"])].concat(),
+        [s(&["find", "--all"]), vec![k.clone()], s(&["@example"])].concat(),
+    ]
+}
+
+#[test]
+fn io_summary_equals_strace_exactly() {
+    let Some(strace) = tool("strace", "io_summary_equals_strace_exactly") else { return };
+    for kbx in ["gnupg-mixed", "gnupg-deleted"] {
+        let (dir, path) = temp_copy(kbx);
+        for cmd in commands(path.to_str().unwrap()) {
+            for size in SIZES {
+                let args: Vec<String> =
+                    [vec![format!("--kbx-buffer-size={size}"), "--io-summary=json".into()], cmd.clone()].concat();
+                let (trace, summary) = traced(&strace, dir.path(), &args);
+                let seen = parse_trace(&trace, &path);
+                assert!(seen.other.is_empty(), "{kbx} {args:?}: unexpected calls: {:#?}", seen.other);
+                for op in ["open", "read", "seek", "close", "stat"] {
+                    let ours = summary["events"][op].as_u64().unwrap();
+                    let theirs = seen.ops.get(op).copied().unwrap_or(0);
+                    assert_eq!(ours, theirs, "{kbx} {args:?}: {op}: io-summary {ours}, strace {theirs}");
+                }
+                assert!(summary["events"]["read"].as_u64().unwrap() > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_keybox_is_only_ever_read() {
+    let Some(strace) = tool("strace", "the_keybox_is_only_ever_read") else { return };
+    let (dir, path) = temp_copy("gnupg-deleted");
+    let before = std::fs::read(&path).unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    let (mtime, atime, ctime) =
+        (meta.modified().unwrap(), meta.accessed().unwrap(), std::os::unix::fs::MetadataExt::ctime(&meta));
+    for cmd in commands(path.to_str().unwrap()) {
+        let (trace, _) = traced(&strace, dir.path(), &[vec!["--io-summary=json".to_string()], cmd.clone()].concat());
+        let seen = parse_trace(&trace, &path);
+        assert!(!seen.opens.is_empty());
+        for open in &seen.opens {
+            assert!(open.contains("O_RDONLY"), "{cmd:?}: not a read-only open: {open}");
+            for bad in ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"] {
+                assert!(!open.contains(bad), "{cmd:?}: {open}");
+            }
+        }
+        assert!(seen.other.is_empty(), "{cmd:?}: touched the directory: {:#?}", seen.other);
+    }
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "only the keybox and the trace file: {names:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.modified().unwrap(), mtime);
+    assert_eq!(std::os::unix::fs::MetadataExt::ctime(&meta), ctime);
+    // O_NOATIME: not even the access time moves (we own the copy).
+    assert_eq!(meta.accessed().unwrap(), atime);
+}

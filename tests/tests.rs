@@ -1,0 +1,7 @@
+//! The integration tests: one binary (one link step), one module per concern.
+
+mod bad_input;
+mod common;
+mod fixtures_cli;
+mod gnupg_live;
+mod strace;
