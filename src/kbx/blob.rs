@@ -509,3 +509,94 @@ impl<'a> KeyBlob<'a> {
         self.image.len() - self.data_offset as usize - self.data_length as usize
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kbx::dump::dump_blob;
+    use crate::kbx::search::Pattern;
+    use crate::kbx::stats::KbxStats;
+    use proptest::prelude::*;
+
+    const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
+
+    /// The blobs of the mixed fixture.
+    fn fixture_blobs() -> Vec<&'static [u8]> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < MIXED.len() {
+            let len = be32(MIXED, at) as usize;
+            out.push(&MIXED[at..at + len]);
+            at += len;
+        }
+        out
+    }
+
+    #[test]
+    fn decodes_gnupg_blobs() {
+        let blobs = fixture_blobs();
+        let Blob::Header(h) = parse_blob(blobs[0]).unwrap() else { panic!("blob 0 is not a header") };
+        assert!(h.magic_ok());
+        assert_eq!((h.version, h.flags), (1, 2));
+        let Blob::Key(cert) = parse_blob(blobs[1]).unwrap() else { panic!("blob 1 is not a key blob") };
+        assert_eq!(cert.blob_type, BlobType::X509);
+        assert_eq!(cert.key_count(), 1);
+        assert_eq!(cert.x509_subject().unwrap(), b"CN=Alpha Trust Issuing CA 1-3,O=Alpha Trust,C=DE");
+        assert_eq!(cert.serial().len(), 20);
+        assert_eq!(cert.unhashed_len(), 20);
+        assert_eq!(cert.data()[0], 0x30, "DER SEQUENCE");
+        let Blob::Key(pgp) = parse_blob(blobs[2]).unwrap() else { panic!("blob 2 is not a key blob") };
+        assert_eq!(pgp.blob_type, BlobType::OpenPgp);
+        assert_eq!(pgp.key_count(), 2);
+        assert_eq!(pgp.key(0).key_id_offset, Some(32));
+        assert_eq!(pgp.key(0).key_id, &pgp.key(0).fingerprint[12..]);
+        assert_eq!(pgp.uid(0).name, "Dieter Núñez <greta.weiss10008@bar.example>".as_bytes());
+    }
+
+    #[test]
+    fn length_field_must_match() {
+        let mut b = fixture_blobs()[1].to_vec();
+        b.push(0);
+        assert!(matches!(parse_blob(&b).unwrap_err().kind, ParseErrorKind::LengthMismatch { .. }));
+    }
+
+    fn check_no_panic(bytes: &[u8]) {
+        let mut stats = KbxStats::default();
+        stats.record_blob(bytes);
+        let _ = dump_blob(bytes);
+        if let Ok(Blob::Key(k)) = parse_blob(bytes) {
+            let _ = k.keys().count() + k.uids().count() + k.sig_expirations().count();
+            let _ = (k.data(), k.serial(), k.unhashed_len(), k.x509_issuer(), k.x509_subject());
+            for p in ["alice", "<a@b>", "@b", "/CN=x", "#01/CN=y", "0x12345678", "1234567890ABCDEF"] {
+                let _ = Pattern::parse(p).unwrap().matches(&k);
+            }
+            let _ = crate::kbx::checksum::verify(bytes, k.unhashed_len());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            check_no_panic(&bytes);
+            // with a consistent length field, so parsing goes deeper
+            if bytes.len() >= 5 {
+                let mut b = bytes.clone();
+                let len = b.len() as u32;
+                b[..4].copy_from_slice(&len.to_be_bytes());
+                b[4] = 2 + (b[4] & 1);
+                check_no_panic(&b);
+            }
+        }
+
+        #[test]
+        fn mutated_gnupg_blobs_never_panic(which in 1usize..45, flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+            let mut b = fixture_blobs()[which].to_vec();
+            for (at, v) in flips {
+                let i = at.index(b.len());
+                // keep the length field mostly intact so the tables get parsed
+                if i >= 4 { b[i] = v; }
+            }
+            check_no_panic(&b);
+        }
+    }
+}

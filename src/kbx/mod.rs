@@ -14,6 +14,7 @@
 pub mod blob;
 pub mod checksum;
 pub mod dump;
+pub mod encode;
 pub mod error;
 pub mod search;
 pub mod stats;
