@@ -43,6 +43,7 @@
 //! assert_eq!(reader.stats().events.read, 2);
 //! ```
 
+pub mod gen;
 pub mod io;
 pub mod kbx;
 pub mod timefmt;

@@ -3,5 +3,6 @@
 mod bad_input;
 mod common;
 mod fixtures_cli;
+mod gen;
 mod gnupg_live;
 mod strace;

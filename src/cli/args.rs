@@ -49,14 +49,18 @@ pub enum Command {
     List(ListArgs),
     /// Search like GnuPG: from the start, stopping at the first match.
     Find(FindArgs),
+    /// Write a realistic keybox with real keys and certificates, and its trustlist.
+    Gen(GenArgs),
 }
 
 /// A keybox path.
 #[derive(Debug, Args)]
 pub struct FileArg {
-    /// The keybox file (e.g. ~/.gnupg/pubring.kbx).
+    /// The keybox file (e.g. ~/.gnupg/pubring.kbx). Without it: the built-in
+    /// default keybox (the `seed` preset, generated once into the cache
+    /// directory).
     #[arg(value_name = "FILE", value_parser = keybox_path)]
-    pub file: PathBuf,
+    pub file: Option<PathBuf>,
 }
 
 /// Arguments of `stats`.
@@ -85,19 +89,83 @@ pub struct ListArgs {
 /// Arguments of `find`.
 #[derive(Debug, Args)]
 pub struct FindArgs {
-    #[command(flatten)]
-    pub file: FileArg,
-    /// GnuPG-style patterns (a key matches if any pattern does): a
-    /// fingerprint, a 16- or 8-digit key id (optional 0x), <mail>, @part-of-mail,
-    /// /SUBJECT-DN, #SERIAL[/ISSUER-DN], =exact user id, or text.
-    #[arg(value_name = "PATTERN", required = true)]
-    pub patterns: Vec<String>,
+    /// [FILE] PATTERN…: with two or more arguments the first is the keybox;
+    /// with one, it is the pattern and the built-in keybox is searched.
+    /// Patterns are GnuPG's (a key matches if any pattern does): a
+    /// fingerprint, a 16- or 8-digit key id (optional 0x), <mail>,
+    /// @part-of-mail, /SUBJECT-DN, #SERIAL[/ISSUER-DN], =exact user id, or text.
+    #[arg(value_name = "PATTERN", required = true, num_args = 1..)]
+    pub args: Vec<String>,
     /// Report every match instead of stopping at the first.
     #[arg(long)]
     pub all: bool,
     /// One JSON object per match, one per line.
     #[arg(long)]
     pub json: bool,
+}
+
+impl FindArgs {
+    /// The keybox (if given) and the patterns.
+    pub fn split(&self) -> Result<(Option<PathBuf>, &[String]), String> {
+        match self.args.as_slice() {
+            [one] => Ok((None, std::slice::from_ref(one))),
+            [file, patterns @ ..] => Ok((Some(keybox_path(file)?), patterns)),
+            [] => Err("a pattern is required".into()),
+        }
+    }
+}
+
+/// Arguments of `gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// The keybox to write (its trustlist goes to OUT.trustlist.txt).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    /// Shape: seed = 1294 OpenPGP + 803 X.509, about 42 MiB (the seed's
+    /// keybox); small = about 1/8 of that; tiny = a few dozen blobs.
+    #[arg(long, value_enum, default_value_t = PresetArg::Seed)]
+    pub preset: PresetArg,
+    /// Number of OpenPGP keys (overrides the preset).
+    #[arg(long, value_name = "N")]
+    pub openpgp: Option<usize>,
+    /// Number of X.509 certificates (overrides the preset).
+    #[arg(long, value_name = "N")]
+    pub x509: Option<usize>,
+    /// File size to aim at: bytes, or with a unit (k, M, G = 1024ⁿ; KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
+    pub size: Option<u64>,
+    /// Seed of the random stream (same version + options + seed = same bytes).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Replace OUT (and its trustlist) if they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `--preset` of `gen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PresetArg {
+    /// 1294 OpenPGP + 803 X.509, about 42 MiB.
+    Seed,
+    /// About 1/8 of the seed.
+    Small,
+    /// A few dozen blobs.
+    Tiny,
+}
+
+/// A file size: bytes, or a number with k/M/G (KiB/MiB/GiB), at most 4 GiB.
+fn parse_file_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("expected a size in bytes or with a unit (500000, 512k, 42M, 1G), at most 4 GiB; got '{s}'");
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..end].parse().map_err(|_| bad())?;
+    let mult: u64 = match s[end..].to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).filter(|v| *v <= 4 << 30).ok_or_else(bad)
 }
 
 /// `--type` of `list`.
@@ -138,6 +206,31 @@ mod tests {
         let cli = Cli::try_parse_from(["kbxscope", "--io-summary", "dump", "x.kbx"]).unwrap();
         assert_eq!(cli.io_summary, Some(SummaryFormat::Text));
         assert_eq!(cli.kbx_buffer_size, BufferSize::Bytes(65536));
+    }
+
+    #[test]
+    fn file_sizes() {
+        assert_eq!(parse_file_size("1000"), Ok(1000));
+        assert_eq!(parse_file_size("42M"), Ok(42 << 20));
+        assert_eq!(parse_file_size("512KiB"), Ok(512 << 10));
+        assert!(parse_file_size("5G").is_err());
+        assert!(parse_file_size("-1").is_err());
+        assert!(parse_file_size("1.5M").is_err());
+    }
+
+    #[test]
+    fn find_arguments() {
+        let parse = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let Command::Find(f) = cli.command else { panic!() };
+            let (file, patterns) = f.split().unwrap();
+            (file, patterns.to_vec())
+        };
+        assert_eq!(parse(&["k", "find", "alice"]), (None, vec!["alice".to_string()]));
+        assert_eq!(
+            parse(&["k", "find", "x.kbx", "a", "b"]),
+            (Some(PathBuf::from("x.kbx")), vec!["a".into(), "b".into()])
+        );
     }
 
     #[test]

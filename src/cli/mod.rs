@@ -1,6 +1,8 @@
 //! The command line: parse, run a workload, print. The only code that prints.
 
 pub mod args;
+mod keybox;
+mod progress;
 mod render;
 
 use std::io::{self, Write};
@@ -9,8 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use args::{Cli, Command, FindArgs, KeyType, ListArgs, StatsArgs, SummaryFormat};
-use kbxscope::io::{IoTally, KeyboxFile};
+use args::{Cli, Command, FindArgs, GenArgs, KeyType, ListArgs, PresetArg, StatsArgs, SummaryFormat};
+use kbxscope::gen::{GenConfig, Preset};
+use kbxscope::io::IoTally;
 use kbxscope::kbx::search::Pattern;
 use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
 
@@ -47,14 +50,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 fn dispatch(command: &Command, tally: &IoTally) -> Result<ExitCode> {
     match command {
         Command::Stats(a) => stats(a, tally),
-        Command::Dump(a) => dump(&a.file, tally),
+        Command::Dump(a) => dump(a.file.as_deref(), tally),
         Command::List(a) => list(a, tally),
         Command::Find(a) => find(a, tally),
+        Command::Gen(a) => gen(a),
     }
-}
-
-fn open(path: &Path, tally: &IoTally) -> Result<KeyboxFile> {
-    Ok(KeyboxFile::open(path, tally)?)
 }
 
 /// Print a located error as one line naming the file.
@@ -63,11 +63,10 @@ fn report(path: &Path, e: &ScanError) {
 }
 
 fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
-    let path = &a.file.file;
-    let outcome = {
-        let mut f = open(path, tally)?;
-        workload::stats::run(&mut f)
-    };
+    let (path, mut f) = keybox::open(a.file.file.as_deref(), tally)?;
+    let outcome = workload::stats::run(&mut f);
+    drop(f);
+    let path = &path;
     let mut out = io::stdout().lock();
     if a.json {
         serde_json::to_writer(&mut out, &outcome.stats)?;
@@ -85,12 +84,13 @@ fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
     }
 }
 
-fn dump(path: &Path, tally: &IoTally) -> Result<ExitCode> {
+fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
+    let (path, mut f) = keybox::open(file, tally)?;
+    let path = &path;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut write_err: Option<io::Error> = None;
     let result = {
-        let mut f = open(path, tally)?;
-        workload::dump::run(&mut f, |r| {
+        let r = workload::dump::run(&mut f, |r| {
             if write_err.is_some() {
                 return;
             }
@@ -100,7 +100,9 @@ fn dump(path: &Path, tally: &IoTally) -> Result<ExitCode> {
             if let Err(e) = res {
                 write_err = Some(e);
             }
-        })
+        });
+        drop(f);
+        r
     };
     if let Some(e) = write_err {
         return Err(e.into());
@@ -167,35 +169,77 @@ fn conclude(path: &Path, outcome: &ListOutcome) -> Result<()> {
 }
 
 fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let path = &a.file.file;
+    let (path, mut f) = keybox::open(a.file.file.as_deref(), tally)?;
+    let path = &path;
     let filter = match a.key_type {
         KeyType::Openpgp => TypeFilter::OpenPgp,
         KeyType::X509 => TypeFilter::X509,
         KeyType::All => TypeFilter::All,
     };
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
-    let outcome = {
-        let mut f = open(path, tally)?;
-        workload::list::run(&mut f, filter, |l| printer.print(&l))
-    };
+    let outcome = workload::list::run(&mut f, filter, |l| printer.print(&l));
+    drop(f);
     printer.finish()?;
     conclude(path, &outcome)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn find(a: &FindArgs, tally: &IoTally) -> Result<ExitCode> {
-    let path = &a.file.file;
-    let patterns = a.patterns.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>()?;
+    let (file, texts) = a.split().map_err(|e| anyhow::anyhow!(e))?;
+    let patterns = texts.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>()?;
+    let (path, mut f) = keybox::open(file.as_deref(), tally)?;
+    let path = &path;
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
-    let outcome = {
-        let mut f = open(path, tally)?;
-        workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l))
-    };
+    let outcome = workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l));
+    drop(f);
     printer.finish()?;
     conclude(path, &outcome)?;
     if outcome.listed == 0 {
-        let quoted: Vec<String> = a.patterns.iter().map(|p| format!("'{p}'")).collect();
+        let quoted: Vec<String> = texts.iter().map(|p| format!("'{p}'")).collect();
         anyhow::bail!("{}: no key matches {}", path.display(), quoted.join(" or "));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gen(a: &GenArgs) -> Result<ExitCode> {
+    let preset = match a.preset {
+        PresetArg::Seed => Preset::Seed,
+        PresetArg::Small => Preset::Small,
+        PresetArg::Tiny => Preset::Tiny,
+    };
+    let base = preset.config();
+    let cfg = GenConfig {
+        openpgp: a.openpgp.unwrap_or(base.openpgp),
+        x509: a.x509.unwrap_or(base.x509),
+        target_size: a.size.unwrap_or(base.target_size),
+        seed: a.seed.unwrap_or(base.seed),
+    };
+    for p in [a.out.clone(), keybox::trustlist_path(&a.out)] {
+        if !a.force && p.exists() {
+            anyhow::bail!("'{}' exists; not replacing it (use --force to replace it)", p.display());
+        }
+    }
+    let started = std::time::Instant::now();
+    let g = keybox::generate_with_progress(&cfg)?;
+    keybox::write_outputs(&a.out, &g, a.force)?;
+    let s = &g.summary;
+    eprintln!(
+        "kbxscope: wrote {} in {:.1} s: {} bytes, {} blobs ({} OpenPGP keys with {} certifications and {} photo ids; \
+         {} X.509 certificates: {} roots, {} intermediates, {} end entities, {} with a missing issuer, {} expired)",
+        a.out.display(),
+        started.elapsed().as_secs_f64(),
+        s.size,
+        s.blobs,
+        s.openpgp,
+        s.certifications,
+        s.photos,
+        s.x509,
+        s.roots,
+        s.intermediates,
+        s.leaves,
+        s.missing_issuer.len(),
+        s.expired.len()
+    );
+    eprintln!("kbxscope: trustlist for gpg-agent: {}", keybox::trustlist_path(&a.out).display());
     Ok(ExitCode::SUCCESS)
 }

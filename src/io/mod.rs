@@ -17,6 +17,7 @@ pub mod blob_reader;
 pub mod buffer_size;
 pub mod buffered;
 pub mod keybox_file;
+pub mod output;
 pub mod stats;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError};

@@ -16,6 +16,7 @@ pub mod checksum;
 pub mod dump;
 pub mod encode;
 pub mod error;
+pub mod keyblock;
 pub mod search;
 pub mod stats;
 

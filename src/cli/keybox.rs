@@ -1,0 +1,79 @@
+//! Which keybox a command reads: the one given, or the built-in default.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+
+use super::progress::Bar;
+use kbxscope::gen::cache::default_keybox_path;
+use kbxscope::gen::{generate, GenConfig, Generated, Preset};
+use kbxscope::io::output::{ensure_dir, write_file, WriteError};
+use kbxscope::io::{IoTally, KeyboxFile, OpenError};
+
+/// Open the keybox the user named, or the built-in default keybox —
+/// generating it first if it is not in the cache yet. The probe for the
+/// cached file is a real open and is counted like any other.
+pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile)> {
+    if let Some(path) = file {
+        return Ok((path.to_path_buf(), KeyboxFile::open(path, tally)?));
+    }
+    let path = default_keybox_path(|k| std::env::var_os(k))
+        .ok_or_else(|| anyhow!("no keybox given, and no cache directory for the built-in one: set HOME, XDG_CACHE_HOME or KBXSCOPE_CACHE_DIR"))?;
+    match KeyboxFile::open(&path, tally) {
+        Ok(f) => {
+            eprintln!("kbxscope: using the built-in default keybox {}", path.display());
+            return Ok((path, f));
+        }
+        Err(OpenError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    eprintln!(
+        "kbxscope: no keybox given: generating the built-in default keybox (seed preset: 1294 OpenPGP keys, \
+         803 certificates, about 42 MiB) into {} — once; later runs reuse it",
+        path.display()
+    );
+    let started = Instant::now();
+    let generated = generate_with_progress(&Preset::Seed.config())?;
+    if let Some(dir) = path.parent() {
+        ensure_dir(dir)?;
+    }
+    match write_outputs(&path, &generated, false) {
+        Ok(()) | Err(WriteError::Exists(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    eprintln!(
+        "kbxscope: generated {} ({} bytes) in {:.1} s",
+        path.display(),
+        generated.keybox.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok((path.clone(), KeyboxFile::open(&path, tally)?))
+}
+
+/// Generate with a progress bar on stderr.
+pub fn generate_with_progress(cfg: &GenConfig) -> Result<Generated> {
+    let bar = Bar::new();
+    Ok(generate(cfg, &mut |step, done, total| bar.update(step, done, total))?)
+}
+
+/// The trustlist's path next to a keybox: `OUT.trustlist.txt`.
+pub fn trustlist_path(keybox: &Path) -> PathBuf {
+    let mut name = keybox.as_os_str().to_owned();
+    name.push(".trustlist.txt");
+    PathBuf::from(name)
+}
+
+/// Write a generated keybox and its trustlist, each through a temporary file.
+///
+/// # Errors
+/// [`WriteError::Exists`] if either exists and `overwrite` is false.
+pub fn write_outputs(path: &Path, g: &Generated, overwrite: bool) -> Result<(), WriteError> {
+    let trust = trustlist_path(path);
+    if !overwrite && trust.exists() {
+        return Err(WriteError::Exists(trust));
+    }
+    write_file(path, &g.keybox, overwrite)?;
+    write_file(&trust, g.trustlist.as_bytes(), overwrite)
+}

@@ -1,0 +1,276 @@
+//! The shape of a generated PKI: which certificates exist, who issues
+//! whom, and what gpgsm is expected to say about each.
+//!
+//! # Calibration (the `seed` preset)
+//!
+//! The seed's run of `gpgsm -k --with-validation` read the 42 MiB keybox
+//! about 911 times: its seven rows fit `events ≈ 911 × S/B + 11 500`. What
+//! each listed certificate costs in full-file reads follows from gpgsm's
+//! chain walk (`shared/reference/kbx-format.md` §4), with `p(x)` the
+//! position of certificate `x` in the file as a fraction of its size:
+//!
+//! * the listing itself: one pass (1.0 in total);
+//! * a trusted root: one fingerprint search from the start, `p(root)`;
+//! * each step up the chain (`find_up`): with an authorityKeyIdentifier
+//!   that names the issuer by name and serial number, a search that stops
+//!   at the issuer, `p(issuer)`; with a key identifier only, a scan to the
+//!   end of the file, 1.0;
+//! * after a chain that reaches a trusted root, one fingerprint search per
+//!   chain element, `Σ p(element)`;
+//! * a missing issuer: the key-id scan, an ephemeral key-id scan and the
+//!   subject scans, about 3–4 full reads, and no fingerprint searches.
+//!
+//! CA certificates are imported just before their first end entity, so
+//! they sit early in the file (`p ≈ 0.1`), and end entities are spread
+//! evenly (`p ≈ 0.5` on average). Then an end entity under an intermediate
+//! costs about `2 + 0.5 + 0.2 = 2.7` with key-id-only identifiers and about
+//! `0.2 + 0.5 + 0.2 = 0.9` with issuer and serial; one directly under a root
+//! about 1.6 and 0.7. With 803 certificates (6 roots, 12 intermediates,
+//! 13 with a missing issuer, 8 expired), a share `k` of key-id-only end
+//! entities gives roughly `1 + 13·3.5 + 12·1.2 + 770·(0.85 + 1.8·k)` full
+//! reads; `k = 0.08` makes that ≈ 911. [`KEYID_ONLY_SHARE`] holds the value
+//! that was finally chosen by measuring gpgsm (see BENCHMARKS.md).
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rcgen::DnType;
+
+use super::names::{person, ORGS};
+use super::signer::KeyKind;
+use super::x509::{chance, AkiStyle, CertSpec, MailIn};
+
+/// Share of end entities whose authorityKeyIdentifier has the key id only.
+pub const KEYID_ONLY_SHARE: f64 = 0.08;
+
+/// 2015-01-01T00:00:00Z.
+const Y2015: i64 = 1_420_070_400;
+/// One (Julian) year in seconds.
+const YEAR: i64 = 31_557_600;
+
+/// The role of a certificate in the PKI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A self-signed root CA (listed in the trustlist).
+    Root,
+    /// A CA under a root.
+    Intermediate,
+    /// An end entity.
+    Leaf,
+}
+
+/// What gpgsm is expected to report for a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// `[certificate is good]`.
+    Good,
+    /// Its issuer is not in the keybox.
+    MissingIssuer,
+    /// It has expired.
+    Expired,
+}
+
+/// One certificate of the plan.
+#[derive(Debug, Clone)]
+pub struct PlannedCert {
+    /// What goes into it.
+    pub spec: CertSpec,
+    /// Index of the issuer in the plan (`None` = self-signed).
+    pub parent: Option<usize>,
+    /// Its role.
+    pub role: Role,
+    /// Whether it is written to the keybox (hidden CAs issue the
+    /// certificates whose issuer is missing).
+    pub emitted: bool,
+    /// What gpgsm should say.
+    pub expected: Expected,
+}
+
+/// The certificates in issuing order (every issuer before what it issues).
+#[derive(Debug, Clone, Default)]
+pub struct PkiPlan {
+    /// All certificates, emitted or not.
+    pub certs: Vec<PlannedCert>,
+}
+
+fn ca_spec(
+    org: &str,
+    country: &str,
+    cn: String,
+    ou: Option<String>,
+    key: KeyKind,
+    years: (i64, i64),
+    path: Option<u8>,
+) -> CertSpec {
+    let mut subject = vec![(DnType::CountryName, country.to_string()), (DnType::OrganizationName, org.to_string())];
+    if let Some(ou) = ou {
+        subject.push((DnType::OrganizationalUnitName, ou));
+    }
+    subject.push((DnType::CommonName, cn));
+    CertSpec {
+        subject,
+        key,
+        ca: Some(path),
+        not_before: Y2015 + years.0 * YEAR,
+        not_after: Y2015 + years.1 * YEAR,
+        mail: None,
+        aki: AkiStyle::KeyId,
+    }
+}
+
+/// Plan `n` emitted certificates, with `keyid_share` of the end entities
+/// using key-id-only authorityKeyIdentifiers.
+pub fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
+    let mut p = PkiPlan::default();
+    if n == 0 {
+        return p;
+    }
+    let roots = ((n + 67) / 134).clamp(1, 8);
+    let per_root = match n {
+        0..=7 => 0,
+        8..=39 => 1,
+        _ => 2,
+    };
+    let cas = roots * (1 + per_root);
+    let leaves = n.saturating_sub(cas);
+    let missing = if n >= 10 { (n / 60).max(1) } else { 0 };
+    let expired = if n >= 10 { (n / 100).max(1) } else { 0 };
+    let root_keys = [KeyKind::Rsa(4), KeyKind::P384, KeyKind::Rsa(2), KeyKind::P384, KeyKind::Rsa(3), KeyKind::P384];
+    let int_keys = [KeyKind::P256, KeyKind::P384, KeyKind::Rsa(0), KeyKind::P256, KeyKind::Rsa(1), KeyKind::P384];
+    let mut issuers = Vec::new(); // (index, weight) of CAs that issue end entities
+    for r in 0..roots.min(n) {
+        let (org, cc) = ORGS[r % ORGS.len()];
+        let spec = ca_spec(
+            org,
+            cc,
+            format!("{org} Root CA {}", r + 1),
+            Some(format!("{org} Root")),
+            root_keys[r % 6],
+            (0, 30),
+            None,
+        );
+        let root = p.certs.len();
+        p.certs.push(PlannedCert { spec, parent: None, role: Role::Root, emitted: true, expected: Expected::Good });
+        issuers.push((root, 1));
+        for i in 0..per_root {
+            let cn = format!("{org} Issuing CA {}-{}", r + 1, i + 1);
+            let mut spec = ca_spec(org, cc, cn, None, int_keys[(r * per_root + i) % 6], (3, 15), Some(0));
+            spec.aki = AkiStyle::KeyId;
+            let idx = p.certs.len();
+            p.certs.push(PlannedCert {
+                spec,
+                parent: Some(root),
+                role: Role::Intermediate,
+                emitted: true,
+                expected: Expected::Good,
+            });
+            issuers.push((idx, 6));
+        }
+    }
+    // A CA that is never written: it issues the certificates whose issuer is missing.
+    let hidden = (missing > 0).then(|| {
+        let spec = ca_spec(
+            "Omega Unknown",
+            "US",
+            "Omega Unknown CA Issuing CA 3-1".into(),
+            None,
+            KeyKind::P256,
+            (2, 20),
+            None,
+        );
+        p.certs.push(PlannedCert { spec, parent: None, role: Role::Root, emitted: false, expected: Expected::Good });
+        p.certs.len() - 1
+    });
+    let total_weight: usize = issuers.iter().map(|w| w.1).sum();
+    for l in 0..leaves {
+        let (expected, parent) = if l < missing {
+            (Expected::MissingIssuer, hidden.unwrap_or(0))
+        } else {
+            let mut pick = rng.gen_range(0..total_weight.max(1));
+            let parent = issuers.iter().find(|(_, w)| {
+                let hit = pick < *w;
+                pick = pick.saturating_sub(*w);
+                hit
+            });
+            let expected = if l < missing + expired { Expected::Expired } else { Expected::Good };
+            (expected, parent.map_or(0, |x| x.0))
+        };
+        let (name, mail) = person(rng, l);
+        let parent_subject = &p.certs[parent].spec.subject;
+        let org = parent_subject
+            .iter()
+            .find(|(t, _)| *t == DnType::OrganizationName)
+            .map(|x| x.1.clone())
+            .unwrap_or_default();
+        let cc = parent_subject[0].1.clone();
+        let (nb, na) = if expected == Expected::Expired {
+            let nb = Y2015 + 5 * YEAR + rng.gen_range(0..2 * YEAR);
+            (nb, nb + 2 * YEAR + rng.gen_range(0..YEAR))
+        } else {
+            let nb = Y2015 + 9 * YEAR + rng.gen_range(0..2 * YEAR);
+            (nb, nb + 4 * YEAR + rng.gen_range(0..2 * YEAR))
+        };
+        let key = match rng.gen_range(0..100) {
+            0..=74 => KeyKind::P256,
+            75..=94 => KeyKind::P384,
+            _ => KeyKind::Rsa(0),
+        };
+        let spec = CertSpec {
+            subject: vec![
+                (DnType::CountryName, cc),
+                (DnType::OrganizationName, org),
+                (
+                    DnType::OrganizationalUnitName,
+                    ["People", "Staff", "Persons", "Engineering"].choose(rng).copied().unwrap_or("People").into(),
+                ),
+                (DnType::CommonName, name),
+            ],
+            key,
+            ca: None,
+            not_before: nb,
+            not_after: na,
+            mail: Some((mail, if chance(rng, 0.5) { MailIn::Subject } else { MailIn::AltName })),
+            aki: if chance(rng, keyid_share) || expected == Expected::MissingIssuer {
+                AkiStyle::KeyId
+            } else {
+                AkiStyle::KeyIdIssuerSerial
+            },
+        };
+        p.certs.push(PlannedCert { spec, parent: Some(parent), role: Role::Leaf, emitted: true, expected });
+    }
+    p
+}
+
+impl PkiPlan {
+    /// Number of certificates written to the keybox.
+    pub fn emitted(&self) -> usize {
+        self.certs.iter().filter(|c| c.emitted).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn seed_composition() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        let p = plan(803, KEYID_ONLY_SHARE, &mut rng);
+        assert_eq!(p.emitted(), 803);
+        let count = |r: Role| p.certs.iter().filter(|c| c.emitted && c.role == r).count();
+        assert_eq!((count(Role::Root), count(Role::Intermediate)), (6, 12));
+        assert_eq!(p.certs.iter().filter(|c| c.expected == Expected::MissingIssuer).count(), 13);
+        assert_eq!(p.certs.iter().filter(|c| c.expected == Expected::Expired).count(), 8);
+        for (i, c) in p.certs.iter().enumerate() {
+            assert!(c.parent.is_none_or(|parent| parent < i), "issuers come first");
+        }
+    }
+
+    #[test]
+    fn tiny_composition() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        for n in [1, 2, 5, 12, 16] {
+            assert_eq!(plan(n, 0.5, &mut rng).emitted(), n, "n = {n}");
+        }
+    }
+}
