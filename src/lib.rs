@@ -47,4 +47,5 @@ pub mod gen;
 pub mod io;
 pub mod kbx;
 pub mod timefmt;
+pub mod validate;
 pub mod workload;

@@ -84,6 +84,44 @@ pub struct ListArgs {
     /// One JSON object per key, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Validate every certificate as `gpgsm -k --with-validation` does (only
+    /// certificates are listed then).
+    #[arg(long)]
+    pub with_validation: bool,
+    /// gpg-agent trustlist of the trusted roots. Default: KEYBOX.trustlist.txt
+    /// next to a generated keybox, else $GNUPGHOME/trustlist.txt, else
+    /// ~/.gnupg/trustlist.txt.
+    #[arg(long, value_name = "FILE", requires = "with_validation")]
+    pub trustlist: Option<PathBuf>,
+    /// Check validity periods at this time (RFC 3339, e.g. 2026-12-01T00:00:00Z,
+    /// or a date, 2026-12-01). Default: now.
+    #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "with_validation")]
+    pub at: Option<i64>,
+    /// How issuers are looked up: gnupg = gpgsm 2.4's access pattern (rescans
+    /// for every lookup), scan = one rescan per lookup, index = one pass, then
+    /// memory.
+    #[arg(long, value_enum, default_value_t = LookupArg::Gnupg, requires = "with_validation")]
+    pub lookup: LookupArg,
+}
+
+/// `--lookup` of `list --with-validation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LookupArg {
+    /// gpgsm 2.4's access pattern.
+    Gnupg,
+    /// One rescan per issuer lookup.
+    Scan,
+    /// One pass builds an in-memory index.
+    Index,
+}
+
+/// A point in time: RFC 3339, or a date (midnight UTC).
+fn parse_time(s: &str) -> Result<i64, String> {
+    use time::format_description::well_known::Rfc3339;
+    let full = if s.len() == 10 { format!("{s}T00:00:00Z") } else { s.to_string() };
+    time::OffsetDateTime::parse(&full, &Rfc3339)
+        .map(|t| t.unix_timestamp())
+        .map_err(|_| format!("expected an RFC 3339 time (2026-12-01T00:00:00Z) or a date (2026-12-01); got '{s}'"))
 }
 
 /// Arguments of `find`.
@@ -206,6 +244,14 @@ mod tests {
         let cli = Cli::try_parse_from(["kbxscope", "--io-summary", "dump", "x.kbx"]).unwrap();
         assert_eq!(cli.io_summary, Some(SummaryFormat::Text));
         assert_eq!(cli.kbx_buffer_size, BufferSize::Bytes(65536));
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("2026-12-01"), Ok(1_796_083_200));
+        assert_eq!(parse_time("2026-12-01T00:00:00Z"), Ok(1_796_083_200));
+        assert_eq!(parse_time("2026-12-01T01:00:00+01:00"), Ok(1_796_083_200));
+        assert!(parse_time("yesterday").is_err());
     }
 
     #[test]

@@ -10,7 +10,9 @@ use super::progress::Bar;
 use kbxscope::gen::cache::default_keybox_path;
 use kbxscope::gen::{generate, GenConfig, Generated, Preset};
 use kbxscope::io::output::{ensure_dir, write_file, WriteError};
+use kbxscope::io::textfile::{is_file, read_text};
 use kbxscope::io::{IoTally, KeyboxFile, OpenError};
+use kbxscope::validate::TrustList;
 
 /// Open the keybox the user named, or the built-in default keybox —
 /// generating it first if it is not in the cache yet. The probe for the
@@ -52,6 +54,15 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
     Ok((path.clone(), KeyboxFile::open(&path, tally)?))
 }
 
+/// The keybox's path: the one given (nothing is opened), or the built-in
+/// default, generated first if needed (its probe open is counted).
+pub fn resolve(file: Option<&Path>, tally: &IoTally) -> Result<PathBuf> {
+    match file {
+        Some(p) => Ok(p.to_path_buf()),
+        None => open(None, tally).map(|(path, _probe)| path),
+    }
+}
+
 /// Generate with a progress bar on stderr.
 pub fn generate_with_progress(cfg: &GenConfig) -> Result<Generated> {
     let bar = Bar::new();
@@ -76,4 +87,29 @@ pub fn write_outputs(path: &Path, g: &Generated, overwrite: bool) -> Result<(), 
     }
     write_file(path, &g.keybox, overwrite)?;
     write_file(&trust, g.trustlist.as_bytes(), overwrite)
+}
+
+/// The trustlist for validating `keybox`: the one given, else
+/// `KEYBOX.trustlist.txt` (what `gen` writes next to a keybox), else
+/// `$GNUPGHOME/trustlist.txt`, else `~/.gnupg/trustlist.txt`. Without any,
+/// nothing is trusted (and a note says so).
+pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<TrustList> {
+    let home = |v: &str| std::env::var_os(v).filter(|x| !x.is_empty()).map(PathBuf::from);
+    let candidates = [
+        Some(trustlist_path(keybox)),
+        home("GNUPGHOME").map(|h| h.join("trustlist.txt")),
+        home("HOME").map(|h| h.join(".gnupg").join("trustlist.txt")),
+    ];
+    let path = match given {
+        Some(p) => Some(p.to_path_buf()),
+        None => candidates.into_iter().flatten().find(|p| is_file(p)),
+    };
+    let Some(path) = path else {
+        eprintln!(
+            "kbxscope: no trustlist found (tried KEYBOX.trustlist.txt, $GNUPGHOME and ~/.gnupg): no root is trusted"
+        );
+        return Ok(TrustList::default());
+    };
+    let text = read_text(&path, 1 << 20)?;
+    TrustList::parse(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }

@@ -11,10 +11,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use args::{Cli, Command, FindArgs, GenArgs, KeyType, ListArgs, PresetArg, StatsArgs, SummaryFormat};
+use args::{Cli, Command, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, PresetArg, StatsArgs, SummaryFormat};
 use kbxscope::gen::{GenConfig, Preset};
-use kbxscope::io::IoTally;
+use kbxscope::io::{IoTally, PathOpener};
 use kbxscope::kbx::search::Pattern;
+use kbxscope::validate::Lookup;
 use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
 
 /// A failure already reported on stderr: exit 1 without another message.
@@ -169,6 +170,9 @@ fn conclude(path: &Path, outcome: &ListOutcome) -> Result<()> {
 }
 
 fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
+    if a.with_validation {
+        return validated_list(a, tally);
+    }
     let (path, mut f) = keybox::open(a.file.file.as_deref(), tally)?;
     let path = &path;
     let filter = match a.key_type {
@@ -181,6 +185,25 @@ fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     drop(f);
     printer.finish()?;
     conclude(path, &outcome)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
+    let path = keybox::resolve(a.file.file.as_deref(), tally)?;
+    let trust = keybox::trustlist_for(&path, a.trustlist.as_deref())?;
+    let at = a.at.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    });
+    let lookup = match a.lookup {
+        LookupArg::Gnupg => Lookup::Gnupg,
+        LookupArg::Scan => Lookup::Scan,
+        LookupArg::Index => Lookup::Index,
+    };
+    let opener = PathOpener { path: path.clone(), tally: tally.clone() };
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
+    let outcome = workload::validate::run(&opener, lookup, &trust, at, |l| printer.print(&l))?;
+    printer.finish()?;
+    conclude(&path, &outcome)?;
     Ok(ExitCode::SUCCESS)
 }
 

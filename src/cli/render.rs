@@ -36,6 +36,14 @@ pub fn listing(l: &Listed) -> String {
             let _ = writeln!(s, "  fingerprint: {}", colon_hex(&c.fingerprint));
         }
     }
+    if let Some(v) = &l.validation {
+        match v.reason {
+            None => s.push_str("  [certificate is good]\n"),
+            Some(r) => {
+                let _ = writeln!(s, "  [certificate is bad: {r}]");
+            }
+        }
+    }
     s
 }
 

@@ -340,7 +340,8 @@ fn lay_out(plan: &PkiPlan, keys: usize, rng: &mut ChaCha20Rng) -> Vec<(Entry, u3
     out
 }
 
-fn cert_blob(c: &IssuedCert, when: u32) -> Vec<u8> {
+/// The X.509 blob of a certificate, imported at `when`.
+pub fn cert_blob(c: &IssuedCert, when: u32) -> Vec<u8> {
     let mut uids =
         vec![UidSource::Stored(c.issuer_dn.clone().into_bytes()), UidSource::Stored(c.subject_dn.clone().into_bytes())];
     uids.extend(c.mails.iter().map(|m| UidSource::Stored(format!("<{m}>").into_bytes())));

@@ -145,6 +145,48 @@ impl<F: Read + Seek> BufferedReader<F> {
         Ok(done)
     }
 
+    /// Consume `n` bytes without copying them anywhere: the same system
+    /// calls as [`read`](Self::read) of `n` bytes (the buffer is refilled
+    /// the same way), minus the copy. Unbuffered, the bytes are read into a
+    /// small scratch buffer, as many `read(2)` calls as that takes. Returns
+    /// the number of bytes consumed (less than `n` only at end of file).
+    ///
+    /// # Errors
+    /// The operating system's error from `read(2)`.
+    pub fn consume(&mut self, n: u64) -> io::Result<u64> {
+        self.stats.logical_reads += 1;
+        let mut done = 0u64;
+        if self.buf.is_empty() {
+            let mut scratch = [0u8; 8192];
+            while done < n {
+                let want = (n - done).min(scratch.len() as u64) as usize;
+                let got = Self::sys_read(&mut self.inner, &mut self.stats, &mut scratch[..want])?;
+                if got == 0 {
+                    break;
+                }
+                done += got as u64;
+                self.buf_start += got as u64;
+            }
+            return Ok(done);
+        }
+        while done < n {
+            if self.pos == self.filled {
+                self.buf_start += self.filled as u64;
+                self.pos = 0;
+                self.filled = 0;
+                let got = Self::sys_read(&mut self.inner, &mut self.stats, &mut self.buf)?;
+                if got == 0 {
+                    break;
+                }
+                self.filled = got;
+            }
+            let take = (n - done).min((self.filled - self.pos) as u64);
+            self.pos += take as usize;
+            done += take;
+        }
+        Ok(done)
+    }
+
     /// Move to an absolute offset: from the buffer if the target is among
     /// the buffered bytes, else with one `lseek(2)`.
     ///
@@ -241,6 +283,24 @@ mod tests {
         assert_eq!(r.stats().events.read, 3);
         assert_eq!(r.stats().events.seek, 1);
         assert_eq!(r.position(), 55);
+    }
+
+    #[test]
+    fn consume_issues_the_same_reads_as_read() {
+        for size in [BufferSize::Bytes(4096), BufferSize::Bytes(1000), BufferSize::Unbuffered] {
+            let mut a = BufferedReader::new(Cursor::new(data(50_000)), size);
+            let mut b = BufferedReader::new(Cursor::new(data(50_000)), size);
+            let mut sink = vec![0u8; 30_000];
+            for n in [5usize, 30_000, 17, 0, 19_978] {
+                a.read(&mut sink[..n]).unwrap();
+                assert_eq!(b.consume(n as u64).unwrap(), n as u64);
+            }
+            if size != BufferSize::Unbuffered {
+                assert_eq!(a.stats().events, b.stats().events);
+            }
+            assert_eq!(a.position(), b.position());
+            assert_eq!(b.consume(10).unwrap(), 0, "at the end");
+        }
     }
 
     #[derive(Debug, Clone)]

@@ -18,10 +18,13 @@ pub mod buffer_size;
 pub mod buffered;
 pub mod keybox_file;
 pub mod output;
+pub mod source;
 pub mod stats;
+pub mod textfile;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
 pub use keybox_file::{IoTally, KeyboxFile, OpenError};
+pub use source::{MemoryOpener, Opener, PathOpener};
 pub use stats::{FileOp, IoStats, PerOp};

@@ -59,6 +59,9 @@ pub struct Listed {
     /// The key or certificate.
     #[serde(flatten)]
     pub key: KeyDetails,
+    /// gpgsm's verdict (`list --with-validation` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<crate::validate::Validation>,
 }
 
 /// How a listing pass ended.
@@ -89,7 +92,7 @@ pub fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> Result<Listed, S
         _ => openpgp::describe(blob.data()).map(KeyDetails::Openpgp),
     }
     .map_err(|m| ScanError::content(index, offset + u64::from(blob.data_offset), m))?;
-    Ok(Listed { blob_index: index, offset, ephemeral: blob.is_ephemeral(), key })
+    Ok(Listed { blob_index: index, offset, ephemeral: blob.is_ephemeral(), key, validation: None })
 }
 
 /// Parse the blob image if it is a key blob admitted by `filter`.

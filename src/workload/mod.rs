@@ -11,6 +11,7 @@ pub mod list;
 pub mod openpgp;
 pub mod scan;
 pub mod stats;
+pub mod validate;
 pub mod x509;
 
 pub use list::{KeyDetails, ListOutcome, Listed, TypeFilter};

@@ -1,0 +1,78 @@
+//! Where handles come from: strategies that open the keybox several times
+//! (as GnuPG does) ask an [`Opener`] for each new handle.
+
+use std::io::Cursor;
+use std::ops::DerefMut;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::buffer_size::BufferSize;
+use super::buffered::BufferedReader;
+use super::keybox_file::{IoTally, KeyboxFile, OpenError};
+
+/// Makes new read handles on one keybox.
+pub trait Opener {
+    /// What a handle reads from.
+    type File: std::io::Read + std::io::Seek;
+    /// A handle: a buffered reader, closed when dropped.
+    type Handle: DerefMut<Target = BufferedReader<Self::File>>;
+
+    /// Open a new handle, positioned at offset 0.
+    ///
+    /// # Errors
+    /// Why the keybox cannot be opened.
+    fn open(&self) -> Result<Self::Handle, OpenError>;
+}
+
+/// Opens a keybox file; every handle's events go to the tally.
+#[derive(Debug, Clone)]
+pub struct PathOpener {
+    /// The keybox.
+    pub path: PathBuf,
+    /// Where the handles' counters go.
+    pub tally: IoTally,
+}
+
+impl Opener for PathOpener {
+    type File = std::fs::File;
+    type Handle = KeyboxFile;
+
+    fn open(&self) -> Result<KeyboxFile, OpenError> {
+        KeyboxFile::open(&self.path, &self.tally)
+    }
+}
+
+/// Bytes shared between in-memory handles.
+#[derive(Debug, Clone)]
+pub struct SharedBytes(pub Arc<[u8]>);
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Opens in-memory "files" (tests, fuzzing); handles count their own events.
+#[derive(Debug, Clone)]
+pub struct MemoryOpener {
+    /// The keybox bytes.
+    pub bytes: SharedBytes,
+    /// Buffer size of each handle.
+    pub buffer_size: BufferSize,
+}
+
+impl MemoryOpener {
+    /// An opener over a copy of `bytes`.
+    pub fn new(bytes: &[u8], buffer_size: BufferSize) -> Self {
+        Self { bytes: SharedBytes(Arc::from(bytes)), buffer_size }
+    }
+}
+
+impl Opener for MemoryOpener {
+    type File = Cursor<SharedBytes>;
+    type Handle = Box<BufferedReader<Cursor<SharedBytes>>>;
+
+    fn open(&self) -> Result<Self::Handle, OpenError> {
+        Ok(Box::new(BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size)))
+    }
+}

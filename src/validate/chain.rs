@@ -1,0 +1,189 @@
+//! Chain building and verdicts, as gpgsm does it in list mode.
+//!
+//! From the certificate up: a root (issuer = subject, and no
+//! authorityKeyIdentifier or one that points at itself) ends the chain and
+//! must be in the trustlist; any other certificate needs its issuer (found
+//! by authorityKeyIdentifier issuer + serial, else key id, else issuer
+//! name), whose key must verify its signature and which must be a CA
+//! allowed to have this many CAs below it. Validity periods are checked at
+//! `at`; an expired certificate is reported only if nothing worse was
+//! found. Chains are at most 50 certificates long and may not loop.
+
+use serde::Serialize;
+
+use super::certinfo::{Cert, Memo};
+use super::search::{IssuerSearch, SearchError};
+use super::trustlist::TrustList;
+use crate::kbx::dump::hex_upper;
+
+/// gpgsm's longest chain.
+pub const MAX_CHAIN: usize = 50;
+
+/// Why a certificate is bad, with gpgsm's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// No issuer certificate in the keybox.
+    MissingIssuer,
+    /// The issuer's key does not verify the signature.
+    BadSignature,
+    /// The issuer is not a CA.
+    BadCa,
+    /// The chain is too long, loops, or exceeds a CA's path length.
+    BadChain,
+    /// The root is not (or no longer) in the trustlist.
+    NotTrusted,
+    /// A certificate in the chain has expired.
+    Expired,
+    /// A certificate in the chain is not valid yet.
+    TooYoung,
+    /// A certificate does not decode.
+    BadCertificate,
+}
+
+impl Problem {
+    /// The text gpgsm prints after `[certificate is bad: `.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::MissingIssuer => "Missing issuer certificate",
+            Self::BadSignature => "Bad signature",
+            Self::BadCa => "Bad CA certificate",
+            Self::BadChain => "Bad certificate chain",
+            Self::NotTrusted => "Not trusted",
+            Self::Expired => "Certificate expired",
+            Self::TooYoung => "Certificate too young",
+            Self::BadCertificate => "Bad certificate",
+        }
+    }
+}
+
+/// The verdict on one certificate (`--json`: the `validation` object).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Validation {
+    /// `"good"` or `"bad"`.
+    pub status: &'static str,
+    /// gpgsm's reason when bad.
+    pub reason: Option<&'static str>,
+    /// Fingerprints from the certificate up to where the chain ended.
+    pub chain: Vec<String>,
+}
+
+impl Validation {
+    fn new(problem: Option<Problem>, chain: &[Cert]) -> Self {
+        Self {
+            status: if problem.is_none() { "good" } else { "bad" },
+            reason: problem.map(Problem::reason),
+            chain: chain.iter().map(|c| hex_upper(&c.fpr)).collect(),
+        }
+    }
+
+    /// Whether the certificate is good.
+    pub fn is_good(&self) -> bool {
+        self.status == "good"
+    }
+}
+
+/// Validates certificates against a trustlist at a point in time.
+#[derive(Debug)]
+pub struct Validator<'t> {
+    trust: &'t TrustList,
+    at: i64,
+    memo: Memo,
+}
+
+impl<'t> Validator<'t> {
+    /// A validator trusting `trust`, checking validity at `at` (Unix seconds).
+    pub fn new(trust: &'t TrustList, at: i64) -> Self {
+        Self { trust, at, memo: Memo::default() }
+    }
+
+    /// Validate `target`, looking issuers up with `search`.
+    ///
+    /// # Errors
+    /// I/O errors of the lookups.
+    pub fn validate(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
+        search.begin_cert();
+        let result = self.walk(target, search);
+        search.end_cert();
+        result
+    }
+
+    fn walk(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
+        let mut chain = vec![target.clone()];
+        let mut expired = false;
+        let mut too_young = false;
+        loop {
+            let subject = chain.last().expect("chain is never empty").clone();
+            let Ok(info) = self.memo.info(&subject).cloned() else {
+                return Ok(Validation::new(Some(Problem::BadCertificate), &chain));
+            };
+            expired |= info.not_after < self.at;
+            too_young |= info.not_before > self.at;
+            let is_root = subject.issuer == subject.subject
+                && (info.aki_keyid.is_none() && info.aki_issuer_sn.is_none()
+                    || info.aki_keyid.is_some() && info.aki_keyid == info.ski
+                    || info
+                        .aki_issuer_sn
+                        .as_ref()
+                        .is_some_and(|(i, s)| *i == subject.issuer && super::certinfo::serial_eq(s, &subject.serial)));
+            if is_root {
+                if !self.trust.trusts(&subject.fpr) {
+                    let problem = if self.memo.signature_ok(&subject, &subject) {
+                        Problem::NotTrusted
+                    } else {
+                        Problem::BadSignature
+                    };
+                    return Ok(Validation::new(Some(problem), &chain));
+                }
+                search.chain_done(&chain)?;
+                let problem = if too_young { Some(Problem::TooYoung) } else { expired.then_some(Problem::Expired) };
+                return Ok(Validation::new(problem, &chain));
+            }
+            if chain.len() >= MAX_CHAIN {
+                return Ok(Validation::new(Some(Problem::BadChain), &chain));
+            }
+            let Some(issuer) = self.find_up(&subject, search)? else {
+                return Ok(Validation::new(Some(Problem::MissingIssuer), &chain));
+            };
+            if chain.iter().any(|c| c.fpr == issuer.fpr) {
+                return Ok(Validation::new(Some(Problem::BadChain), &chain));
+            }
+            if !self.memo.signature_ok(&subject, &issuer) {
+                chain.push(issuer);
+                return Ok(Validation::new(Some(Problem::BadSignature), &chain));
+            }
+            let Ok(issuer_info) = self.memo.info(&issuer).cloned() else {
+                chain.push(issuer);
+                return Ok(Validation::new(Some(Problem::BadCertificate), &chain));
+            };
+            // CAs below this issuer: every chain element but the target.
+            let cas_below = chain.len() - 1;
+            chain.push(issuer);
+            if !issuer_info.is_ca {
+                return Ok(Validation::new(Some(Problem::BadCa), &chain));
+            }
+            if issuer_info.path_len.is_some_and(|n| (n as usize) < cas_below) {
+                return Ok(Validation::new(Some(Problem::BadChain), &chain));
+            }
+        }
+    }
+
+    /// gpgsm's `find_up`: authorityKeyIdentifier issuer + serial, then key
+    /// id, then the issuer name.
+    fn find_up(&mut self, cert: &Cert, search: &mut impl IssuerSearch) -> Result<Option<Cert>, SearchError> {
+        let info = match self.memo.info(cert) {
+            Ok(i) => i.clone(),
+            Err(_) => return Ok(None),
+        };
+        if let Some((issuer, serial)) = &info.aki_issuer_sn {
+            if let Some(c) = search.by_issuer_sn(issuer, serial)? {
+                return Ok(Some(c));
+            }
+        }
+        if let Some(keyid) = &info.aki_keyid {
+            if let Some(c) = search.by_subject_keyid(&mut self.memo, &cert.issuer, keyid, self.at)? {
+                return Ok(Some(c));
+            }
+        }
+        search.by_subject(&cert.issuer)
+    }
+}

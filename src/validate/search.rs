@@ -1,0 +1,377 @@
+//! How issuers are looked up: the three strategies behind `--lookup`.
+//!
+//! * [`GnupgSearch`] reproduces gpgsm 2.4's keybox access read-only: a
+//!   handle per validated certificate (opened by its first search, closed
+//!   at the end), every lookup a rewind and a scan that reads every blob
+//!   completely, the repeat scans in "ephemeral mode" when nothing is found,
+//!   the extra fingerprint search after a key-id lookup, and after a chain
+//!   that reached a trusted root one new handle and one fingerprint search
+//!   from the start per chain element (where gpgsm clears the ephemeral
+//!   flag; kbxscope only reads).
+//! * [`ScanSearch`] is the simple honest reader: one rescan per lookup, on
+//!   one extra handle, and nothing else.
+//! * [`IndexSearch`] reads the file once and answers from memory.
+//!
+//! All three apply the same matching rules (those of GnuPG's keybox
+//! search), so verdicts do not depend on the strategy. Scans stay lean:
+//! non-X.509 blobs are consumed without being copied (the same `read(2)`
+//! calls as GnuPG's complete reads), X.509 blobs are decoded only as far
+//! as the match needs.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Seek};
+
+use super::certinfo::{serial_eq, Cert, Memo};
+use crate::io::{BufferedReader, OpenError, Opener};
+use crate::kbx::blob::{read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
+use crate::kbx::{parse_blob, Blob, KeyBlob};
+
+/// Errors of a lookup.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// A handle could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// A read or seek failed, or the framing is broken.
+    #[error("keybox read error during an issuer lookup: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The lookups chain building needs.
+pub trait IssuerSearch {
+    /// A certificate's validation starts.
+    fn begin_cert(&mut self) {}
+    /// It ended (handles are closed).
+    fn end_cert(&mut self) {}
+    /// The certificate whose issuer is `issuer` and serial `serial`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError>;
+    /// Among certificates with subject `subject`, the one whose
+    /// subjectKeyIdentifier is `keyid` (the newest valid at `at` if several).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn by_subject_keyid(
+        &mut self,
+        memo: &mut Memo,
+        subject: &[u8],
+        keyid: &[u8],
+        at: i64,
+    ) -> Result<Option<Cert>, SearchError>;
+    /// The first certificate with subject `subject`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError>;
+    /// A chain reached a trusted root.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn chain_done(&mut self, _chain: &[Cert]) -> Result<(), SearchError> {
+        Ok(())
+    }
+}
+
+/// What a scan does with each X.509 blob it meets.
+enum Step {
+    /// Go on.
+    Next,
+    /// Stop here.
+    Stop,
+}
+
+/// Scan from the reader's position to the end (or until `f` says stop),
+/// reading every blob completely; hand each X.509 blob to `f`. Ephemeral
+/// blobs are passed over unless `ephemeral`. Returns whether `f` stopped it.
+fn scan_x509<F: Read + Seek>(
+    r: &mut BufferedReader<F>,
+    image: &mut Vec<u8>,
+    ephemeral: bool,
+    mut f: impl FnMut(&KeyBlob<'_>, u64) -> Step,
+) -> io::Result<bool> {
+    let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
+    loop {
+        let offset = r.position();
+        let mut prefix = [0u8; BLOB_PREFIX_LEN];
+        let got = r.read(&mut prefix)?;
+        if got == 0 {
+            return Ok(false);
+        }
+        let (len, ty) = read_prefix(&prefix[..got]).ok_or_else(|| bad("truncated blob prefix"))?;
+        if (len as usize) < BLOB_PREFIX_LEN {
+            return Err(bad("blob length below 5"));
+        }
+        let rest = u64::from(len) - BLOB_PREFIX_LEN as u64;
+        if ty == BlobType::Empty || len > IMAGELEN_LIMIT {
+            r.skip(rest)?;
+            continue;
+        }
+        if ty != BlobType::X509 {
+            if r.consume(rest)? < rest {
+                return Err(bad("truncated blob"));
+            }
+            continue;
+        }
+        image.clear();
+        image.extend_from_slice(&prefix);
+        image.resize(len as usize, 0);
+        if (r.read(&mut image[BLOB_PREFIX_LEN..])? as u64) < rest {
+            return Err(bad("truncated blob"));
+        }
+        let Ok(Blob::Key(blob)) = parse_blob(image) else { continue };
+        if blob.is_ephemeral() && !ephemeral {
+            continue;
+        }
+        if let Step::Stop = f(&blob, offset) {
+            return Ok(true);
+        }
+    }
+}
+
+/// Among candidates, GnuPG's choice: valid at `at` first, then the newest
+/// notBefore; ties keep the first.
+fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<Cert> {
+    let mut best: Option<(bool, i64, Cert)> = None;
+    for c in candidates {
+        let Ok(info) = memo.info(&c) else { continue };
+        let key = (info.valid_at(at), info.not_before);
+        if best.as_ref().is_none_or(|(v, nb, _)| key > (*v, *nb)) {
+            best = Some((key.0, key.1, c));
+        }
+    }
+    best.map(|b| b.2)
+}
+
+fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
+    memo.info(c).is_ok_and(|i| i.ski.as_deref() == Some(keyid))
+}
+
+/// gpgsm 2.4's access pattern; see the module docs.
+pub struct GnupgSearch<O: Opener> {
+    opener: O,
+    handle: Option<O::Handle>,
+    image: Vec<u8>,
+}
+
+impl<O: Opener> GnupgSearch<O> {
+    /// A strategy opening its handles with `opener`.
+    pub fn new(opener: O) -> Self {
+        Self { opener, handle: None, image: Vec::new() }
+    }
+
+    /// The validation handle, opened on first use, rewound (gpgsm's
+    /// `keydb_search_reset` before each search).
+    fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, SearchError> {
+        if self.handle.is_none() {
+            self.handle = Some(self.opener.open()?);
+        }
+        let h = self.handle.as_mut().expect("just opened");
+        h.rewind()?;
+        Ok(h)
+    }
+
+    /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
+    fn first(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Cert>, SearchError> {
+        for ephemeral in [false, true] {
+            let mut found = None;
+            let mut image = std::mem::take(&mut self.image);
+            let r = self.rewound()?;
+            let res = scan_x509(r, &mut image, ephemeral, |b, off| {
+                if matches(b) {
+                    found = Cert::from_blob(b, off);
+                    Step::Stop
+                } else {
+                    Step::Next
+                }
+            });
+            self.image = image;
+            res?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<O: Opener> IssuerSearch for GnupgSearch<O> {
+    fn begin_cert(&mut self) {
+        self.handle = None;
+    }
+
+    fn end_cert(&mut self) {
+        self.handle = None; // dropping the handle closes the file
+    }
+
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
+        self.first(|b| b.x509_issuer() == Some(issuer) && serial_eq(b.serial(), serial))
+    }
+
+    fn by_subject_keyid(
+        &mut self,
+        memo: &mut Memo,
+        subject: &[u8],
+        keyid: &[u8],
+        at: i64,
+    ) -> Result<Option<Cert>, SearchError> {
+        for ephemeral in [false, true] {
+            // gpgsm loops over every certificate with this subject until EOF ...
+            let mut candidates = Vec::new();
+            let mut image = std::mem::take(&mut self.image);
+            let r = self.rewound()?;
+            let res = scan_x509(r, &mut image, ephemeral, |b, off| {
+                if b.x509_subject() == Some(subject) {
+                    candidates.extend(Cert::from_blob(b, off));
+                }
+                Step::Next
+            });
+            self.image = image;
+            res?;
+            candidates.retain(|c| ski_matches(memo, c, keyid));
+            if let Some(chosen) = best(memo, candidates, at) {
+                // ... then finds the chosen one again by fingerprint.
+                return self.first(|b| b.key(0).fingerprint == chosen.fpr);
+            }
+        }
+        Ok(None)
+    }
+
+    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError> {
+        self.first(|b| b.x509_subject() == Some(subject))
+    }
+
+    fn chain_done(&mut self, chain: &[Cert]) -> Result<(), SearchError> {
+        for c in chain {
+            let mut h = self.opener.open()?;
+            scan_x509(&mut h, &mut self.image, true, |b, _| {
+                if b.key(0).fingerprint == c.fpr {
+                    Step::Stop
+                } else {
+                    Step::Next
+                }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// One rescan per lookup on one extra handle; see the module docs.
+pub struct ScanSearch<O: Opener> {
+    opener: O,
+    handle: Option<O::Handle>,
+    image: Vec<u8>,
+}
+
+impl<O: Opener> ScanSearch<O> {
+    /// A strategy opening its one handle with `opener` when first needed.
+    pub fn new(opener: O) -> Self {
+        Self { opener, handle: None, image: Vec::new() }
+    }
+
+    /// One pass from the start: the first non-ephemeral match, else the
+    /// first ephemeral one; `to_end` keeps going and collects every match.
+    fn pass(&mut self, to_end: bool, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Vec<Cert>, SearchError> {
+        if self.handle.is_none() {
+            self.handle = Some(self.opener.open()?);
+        }
+        let r = self.handle.as_mut().expect("just opened");
+        r.rewind()?;
+        let (mut normal, mut ephemeral) = (Vec::new(), Vec::new());
+        scan_x509(r, &mut self.image, true, |b, off| {
+            if !matches(b) {
+                return Step::Next;
+            }
+            let list = if b.is_ephemeral() { &mut ephemeral } else { &mut normal };
+            list.extend(Cert::from_blob(b, off));
+            if !to_end && !normal.is_empty() {
+                Step::Stop
+            } else {
+                Step::Next
+            }
+        })?;
+        normal.extend(ephemeral);
+        Ok(normal)
+    }
+}
+
+impl<O: Opener> IssuerSearch for ScanSearch<O> {
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
+        Ok(self.pass(false, |b| b.x509_issuer() == Some(issuer) && serial_eq(b.serial(), serial))?.into_iter().next())
+    }
+
+    fn by_subject_keyid(
+        &mut self,
+        memo: &mut Memo,
+        subject: &[u8],
+        keyid: &[u8],
+        at: i64,
+    ) -> Result<Option<Cert>, SearchError> {
+        let all = self.pass(true, |b| b.x509_subject() == Some(subject))?;
+        let (normal, eph): (Vec<Cert>, Vec<Cert>) =
+            all.into_iter().filter(|c| ski_matches(memo, c, keyid)).partition(|c| !c.ephemeral);
+        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)))
+    }
+
+    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError> {
+        Ok(self.pass(false, |b| b.x509_subject() == Some(subject))?.into_iter().next())
+    }
+}
+
+/// Every certificate in memory, with maps for each kind of lookup.
+#[derive(Debug, Default)]
+pub struct IndexSearch {
+    certs: Vec<Cert>,
+    by_subject: HashMap<Vec<u8>, Vec<usize>>,
+    by_issuer: HashMap<Vec<u8>, Vec<usize>>,
+}
+
+impl IndexSearch {
+    /// Add a certificate (in file order).
+    pub fn add(&mut self, cert: Cert) {
+        let i = self.certs.len();
+        self.by_subject.entry(cert.subject.clone()).or_default().push(i);
+        self.by_issuer.entry(cert.issuer.clone()).or_default().push(i);
+        self.certs.push(cert);
+    }
+
+    /// The certificates, in file order.
+    pub fn certs(&self) -> &[Cert] {
+        &self.certs
+    }
+
+    /// The first non-ephemeral, else the first ephemeral, of `idx`.
+    fn first(&self, idx: impl Iterator<Item = usize> + Clone) -> Option<Cert> {
+        let pick = |eph: bool| idx.clone().map(|i| &self.certs[i]).find(|c| c.ephemeral == eph).cloned();
+        pick(false).or_else(|| pick(true))
+    }
+}
+
+impl IssuerSearch for IndexSearch {
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
+        let idx = self.by_issuer.get(issuer).map(Vec::as_slice).unwrap_or(&[]);
+        Ok(self.first(idx.iter().copied().filter(|&i| serial_eq(&self.certs[i].serial, serial))))
+    }
+
+    fn by_subject_keyid(
+        &mut self,
+        memo: &mut Memo,
+        subject: &[u8],
+        keyid: &[u8],
+        at: i64,
+    ) -> Result<Option<Cert>, SearchError> {
+        let idx = self.by_subject.get(subject).map(Vec::as_slice).unwrap_or(&[]);
+        let (normal, eph): (Vec<Cert>, Vec<Cert>) = idx
+            .iter()
+            .map(|&i| self.certs[i].clone())
+            .filter(|c| ski_matches(memo, c, keyid))
+            .partition(|c| !c.ephemeral);
+        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)))
+    }
+
+    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError> {
+        let idx = self.by_subject.get(subject).map(Vec::as_slice).unwrap_or(&[]);
+        Ok(self.first(idx.iter().copied()))
+    }
+}
