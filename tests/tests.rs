@@ -6,3 +6,4 @@ mod fixtures_cli;
 mod gen;
 mod gnupg_live;
 mod strace;
+mod validation;

@@ -184,6 +184,7 @@ impl<'t> Validator<'t> {
                 return Ok(Some(c));
             }
         }
-        search.by_subject(&cert.issuer)
+        let after_aki = info.aki_keyid.is_some() || info.aki_issuer_sn.is_some();
+        search.by_subject(&cert.issuer, after_aki)
     }
 }

@@ -4,7 +4,9 @@
 //!   handle per validated certificate (opened by its first search, closed
 //!   at the end), every lookup a rewind and a scan that reads every blob
 //!   completely, the repeat scans in "ephemeral mode" when nothing is found,
-//!   the extra fingerprint search after a key-id lookup, and after a chain
+//!   a key-id lookup scanning to the end of the file (plus a fingerprint
+//!   search when it must swap an expired newest candidate for a valid
+//!   one), and after a chain
 //!   that reached a trusted root one new handle and one fingerprint search
 //!   from the start per chain element (where gpgsm clears the ephemeral
 //!   flag; kbxscope only reads).
@@ -49,7 +51,8 @@ pub trait IssuerSearch {
     /// I/O errors.
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError>;
     /// Among certificates with subject `subject`, the one whose
-    /// subjectKeyIdentifier is `keyid` (the newest valid at `at` if several).
+    /// subjectKeyIdentifier is `keyid` (if several: the newest, unless it
+    /// has expired at `at` and an older one has not).
     ///
     /// # Errors
     /// I/O errors.
@@ -60,11 +63,12 @@ pub trait IssuerSearch {
         keyid: &[u8],
         at: i64,
     ) -> Result<Option<Cert>, SearchError>;
-    /// The first certificate with subject `subject`.
+    /// The first certificate with subject `subject`. `after_aki` says that
+    /// lookups by authorityKeyIdentifier came first and found nothing.
     ///
     /// # Errors
     /// I/O errors.
-    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError>;
+    fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, SearchError>;
     /// A chain reached a trusted root.
     ///
     /// # Errors
@@ -130,18 +134,28 @@ fn scan_x509<F: Read + Seek>(
     }
 }
 
-/// Among candidates, GnuPG's choice: valid at `at` first, then the newest
-/// notBefore; ties keep the first.
-fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<Cert> {
-    let mut best: Option<(bool, i64, Cert)> = None;
+/// Among candidates (in file order), gpgsm's choice: the newest notBefore
+/// (the first of equals); if that one has expired at `at`, the newest
+/// non-expired one instead. Returns the choice and whether it is not the
+/// plain newest (gpgsm then has to search for it again by fingerprint).
+fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)> {
+    let mut newest: Option<(i64, i64, Cert)> = None;
+    let mut newest_valid: Option<(i64, Cert)> = None;
     for c in candidates {
         let Ok(info) = memo.info(&c) else { continue };
-        let key = (info.valid_at(at), info.not_before);
-        if best.as_ref().is_none_or(|(v, nb, _)| key > (*v, *nb)) {
-            best = Some((key.0, key.1, c));
+        let (nb, na) = (info.not_before, info.not_after);
+        if newest.as_ref().is_none_or(|(b, _, _)| *b < nb) {
+            newest = Some((nb, na, c.clone()));
+        }
+        if na >= at && newest_valid.as_ref().is_none_or(|(b, _)| *b < nb) {
+            newest_valid = Some((nb, c));
         }
     }
-    best.map(|b| b.2)
+    let (_, na, found) = newest?;
+    match newest_valid {
+        Some((_, valid)) if na < at && valid.fpr != found.fpr => Some((valid, true)),
+        _ => Some((found, false)),
+    }
 }
 
 fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
@@ -174,7 +188,16 @@ impl<O: Opener> GnupgSearch<O> {
 
     /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
     fn first(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Cert>, SearchError> {
-        for ephemeral in [false, true] {
+        self.first_in(&[false, true], matches)
+    }
+
+    /// Scan for the first blob `matches` accepts, once per mode in `modes`.
+    fn first_in(
+        &mut self,
+        modes: &[bool],
+        matches: impl Fn(&KeyBlob<'_>) -> bool,
+    ) -> Result<Option<Cert>, SearchError> {
+        for &ephemeral in modes {
             let mut found = None;
             let mut image = std::mem::take(&mut self.image);
             let r = self.rewound()?;
@@ -230,15 +253,25 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
             self.image = image;
             res?;
             candidates.retain(|c| ski_matches(memo, c, keyid));
-            if let Some(chosen) = best(memo, candidates, at) {
-                // ... then finds the chosen one again by fingerprint.
-                return self.first(|b| b.key(0).fingerprint == chosen.fpr);
+            match best(memo, candidates, at) {
+                // gpgsm keeps the handle's state at the newest candidate ...
+                Some((chosen, false)) => return Ok(Some(chosen)),
+                // ... and searches again by fingerprint only to replace an
+                // expired newest one with a valid older one.
+                Some((chosen, true)) => return self.first(|b| b.key(0).fingerprint == chosen.fpr),
+                None => {}
             }
         }
         Ok(None)
     }
 
-    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError> {
+    fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, SearchError> {
+        if after_aki {
+            // gpgsm searches the subject on the handle the failed lookups
+            // left at end of file (a no-op: the end is sticky until a
+            // reset), then resets and searches in ephemeral mode.
+            return self.first_in(&[true], |b| b.x509_subject() == Some(subject));
+        }
         self.first(|b| b.x509_subject() == Some(subject))
     }
 
@@ -311,10 +344,10 @@ impl<O: Opener> IssuerSearch for ScanSearch<O> {
         let all = self.pass(true, |b| b.x509_subject() == Some(subject))?;
         let (normal, eph): (Vec<Cert>, Vec<Cert>) =
             all.into_iter().filter(|c| ski_matches(memo, c, keyid)).partition(|c| !c.ephemeral);
-        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)))
+        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)).map(|b| b.0))
     }
 
-    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError> {
+    fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, SearchError> {
         Ok(self.pass(false, |b| b.x509_subject() == Some(subject))?.into_iter().next())
     }
 }
@@ -367,10 +400,10 @@ impl IssuerSearch for IndexSearch {
             .map(|&i| self.certs[i].clone())
             .filter(|c| ski_matches(memo, c, keyid))
             .partition(|c| !c.ephemeral);
-        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)))
+        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)).map(|b| b.0))
     }
 
-    fn by_subject(&mut self, subject: &[u8]) -> Result<Option<Cert>, SearchError> {
+    fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, SearchError> {
         let idx = self.by_subject.get(subject).map(Vec::as_slice).unwrap_or(&[]);
         Ok(self.first(idx.iter().copied()))
     }
