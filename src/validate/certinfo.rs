@@ -124,15 +124,36 @@ impl Memo {
 
     /// Whether `issuer`'s key verifies `child`'s signature.
     pub fn signature_ok(&mut self, child: &Cert, issuer: &Cert) -> bool {
-        *self.signatures.entry((child.fpr, issuer.fpr)).or_insert_with(|| {
-            let (Ok((_, c)), Ok((_, i))) =
-                (X509Certificate::from_der(&child.der), X509Certificate::from_der(&issuer.der))
-            else {
-                return false;
-            };
-            c.verify_signature(Some(i.public_key())).is_ok()
-        })
+        *self.signatures.entry((child.fpr, issuer.fpr)).or_insert_with(|| verify(child, issuer))
     }
+
+    /// Check many (child, issuer) signatures at once, on all cores, and
+    /// remember the results. Pairs already checked are skipped.
+    pub fn prefetch_signatures(&mut self, pairs: Vec<(Cert, Cert)>) {
+        let todo: Vec<(Cert, Cert)> =
+            pairs.into_iter().filter(|(c, i)| !self.signatures.contains_key(&(c.fpr, i.fpr))).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(todo.len().max(1));
+        let chunk = todo.len().div_ceil(threads).max(1);
+        let results: Vec<Vec<(([u8; 20], [u8; 20]), bool)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = todo
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || part.iter().map(|(c, i)| ((c.fpr, i.fpr), verify(c, i))).collect::<Vec<_>>())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        });
+        self.signatures.extend(results.into_iter().flatten());
+    }
+}
+
+/// Whether `issuer`'s key verifies `child`'s signature (no memo).
+fn verify(child: &Cert, issuer: &Cert) -> bool {
+    let (Ok((_, c)), Ok((_, i))) = (X509Certificate::from_der(&child.der), X509Certificate::from_der(&issuer.der))
+    else {
+        return false;
+    };
+    c.verify_signature(Some(i.public_key())).is_ok()
 }
 
 /// Strip leading zero bytes of a serial number.

@@ -60,6 +60,11 @@ pub fn run<O: Opener + Clone>(
                 &mut |_| {},
             );
             drop(handle);
+            let certs: Vec<Cert> = pending.iter().map(|(c, _)| c.clone()).collect();
+            if let Err(e) = validator.prefetch(&certs, &mut index) {
+                out.fatal = Some(ScanError::content(0, 0, e.to_string()));
+                return Ok(out);
+            }
             for (cert, listed) in pending {
                 match validate_one(&mut validator, &mut index, &cert, listed) {
                     Ok(Some(l)) => emit(l),
