@@ -106,11 +106,14 @@ impl CertInfo {
     }
 }
 
+/// (child, issuer) fingerprints of a signature check.
+type PairKey = ([u8; 20], [u8; 20]);
+
 /// Decoded certificates and signature checks, each done once per run.
 #[derive(Debug, Default)]
 pub struct Memo {
     infos: HashMap<[u8; 20], Result<CertInfo, String>>,
-    signatures: HashMap<([u8; 20], [u8; 20]), bool>,
+    signatures: HashMap<PairKey, bool>,
 }
 
 impl Memo {
@@ -134,7 +137,7 @@ impl Memo {
             pairs.into_iter().filter(|(c, i)| !self.signatures.contains_key(&(c.fpr, i.fpr))).collect();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(todo.len().max(1));
         let chunk = todo.len().div_ceil(threads).max(1);
-        let results: Vec<Vec<(([u8; 20], [u8; 20]), bool)>> = std::thread::scope(|s| {
+        let results: Vec<Vec<(PairKey, bool)>> = std::thread::scope(|s| {
             let handles: Vec<_> = todo
                 .chunks(chunk)
                 .map(|part| {
