@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Time `gpgsm -k --with-validation --disable-dirmngr` (GnuPG 2.2: fixed 8 KiB
+# reads) and kbxscope's three lookup strategies on the same keybox, round
+# robin, RUNS rounds. Usage: benches/validation-vs-gpgsm.sh [KEYBOX] [RUNS]
+# Default keybox: the built-in one (generated with `kbxscope gen --preset seed`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+K=target/release/kbxscope
+work=$(mktemp -d)
+trap 'gpgconf --homedir "$work/home" --kill all 2>/dev/null || true; rm -rf "$work"' EXIT
+kbx=${1:-$work/seed.kbx}
+runs=${2:-3}
+[ -f "$kbx" ] || $K gen "$kbx" 2>/dev/null
+trust="$kbx.trustlist.txt"
+mkdir -m 700 "$work/home"
+cp "$trust" "$work/home/trustlist.txt"
+gpgsm --homedir "$work/home" --batch -k >/dev/null 2>&1 || true   # start gpg-agent once
+t() { /usr/bin/time -f "%e %U %S" -o "$work/t" "$@" >/dev/null 2>&1; cat "$work/t"; }
+printf '%-24s %8s %8s %8s\n' variant wall user sys
+for r in $(seq "$runs"); do
+  cp "$kbx" "$work/home/pubring.kbx"    # gpgsm may rewrite its keybox: give it a fresh copy
+  printf '%-24s %8s %8s %8s\n' "gpgsm $(gpgsm --version | head -1 | awk '{print $3}')" $(t gpgsm --homedir "$work/home" --batch -k --with-validation --disable-dirmngr)
+  for l in gnupg scan index; do
+    printf '%-24s %8s %8s %8s\n' "kbxscope --lookup $l" $(t $K --kbx-buffer-size 0 list --with-validation --lookup "$l" --trustlist "$trust" "$kbx")
+  done
+done
