@@ -80,7 +80,7 @@ pub fn person(rng: &mut impl Rng, serial: usize) -> (String, String) {
     (format!("{first} {last}"), mail)
 }
 
-/// OpenPGP user ids for one person: the first is "Name <mail>", others
+/// OpenPGP user ids for one person: the first is `Name <mail>`, others
 /// add a comment or another address.
 pub fn user_ids(rng: &mut impl Rng, serial: usize, count: usize) -> Vec<String> {
     let (name, mail) = person(rng, serial);
