@@ -189,7 +189,13 @@ fn usage_errors_exit_2() {
         (vec!["stats", "x.kbx", "--kbx-buffer-size", "1048577"], "the largest buffer is 1 GiB"),
         (vec!["stats", "x.kbx", "--io-summary=xml"], "--io-summary"),
         (vec!["list", "x.kbx", "--type", "pgp"], "--type"),
-        (vec!["find", "x.kbx"], "PATTERN"),
+        (vec!["find"], "PATTERN"),
+        (vec!["gen"], "OUT"),
+        (vec!["gen", "x.kbx", "--preset", "huge"], "--preset"),
+        (vec!["gen", "x.kbx", "--size", "5G"], "--size"),
+        (vec!["list", "x.kbx", "--with-validation", "--at", "yesterday"], "--at"),
+        (vec!["list", "x.kbx", "--with-validation", "--lookup", "magic"], "--lookup"),
+        (vec!["list", "x.kbx", "--trustlist", "t.txt"], "--with-validation"),
         (vec!["frobnicate"], "unrecognized subcommand"),
     ] {
         let o = run(&args);

@@ -3,9 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The `kbxscope` binary built for these tests.
+/// The `kbxscope` binary built for these tests. Its cache directory is a
+/// test-only one, so a test can never fill the user's cache.
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kbxscope"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kbxscope"));
+    c.env("KBXSCOPE_CACHE_DIR", std::env::temp_dir().join("kbxscope-test-cache"));
+    c
 }
 
 /// Run `kbxscope` with `args`.
