@@ -17,6 +17,12 @@
 //! * [`workload`] — what a user does: `stats`, `dump`, `list`, `find`, each
 //!   a pass over a [`io::BufferedReader`] that returns values.
 //!
+//! * [`telemetry`] — metric names and the handles the I/O layer updates
+//!   through the `metrics` facade (no-ops until the binary installs the
+//!   Prometheus exporter).
+//! * [`gen`] and [`validate`] — realistic keyboxes, and gpgsm-like X.509
+//!   validation with three lookup strategies.
+//!
 //! The `kbxscope` binary adds a thin command line on top; it is the only
 //! code that prints.
 //!
@@ -46,6 +52,7 @@
 pub mod gen;
 pub mod io;
 pub mod kbx;
+pub mod telemetry;
 pub mod timefmt;
 pub mod validate;
 pub mod workload;

@@ -6,4 +6,5 @@ mod fixtures_cli;
 mod gen;
 mod gnupg_live;
 mod strace;
+mod telemetry;
 mod validation;

@@ -24,6 +24,24 @@ pub struct Cli {
           default_missing_value = "text")]
     pub io_summary: Option<SummaryFormat>,
 
+    /// Serve Prometheus metrics on /metrics while the command runs. Without
+    /// ADDR: 127.0.0.1:9464 (loopback only; other interfaces need an explicit
+    /// address).
+    #[arg(long, global = true, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+          default_missing_value = "127.0.0.1:9464", value_parser = super::telemetry::parse_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// With --metrics-listen: keep serving this long after the work (30s, 2m, …)
+    /// so a scraper sees the final values.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = super::telemetry::parse_duration,
+          requires = "metrics_listen")]
+    pub linger: Option<std::time::Duration>,
+
+    /// At exit, write the Prometheus text exposition to FILE (for
+    /// node_exporter's textfile collector), through a temporary file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub metrics_out: Option<PathBuf>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

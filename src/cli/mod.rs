@@ -4,6 +4,7 @@ pub mod args;
 mod keybox;
 mod progress;
 mod render;
+pub mod telemetry;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -35,8 +36,21 @@ impl std::error::Error for Reported {}
 /// # Errors
 /// Whatever stopped the command; main prints it and exits 1.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    let telemetry = telemetry::Telemetry::install(telemetry::TelemetryOptions {
+        listen: cli.metrics_listen,
+        linger: cli.linger,
+        out: cli.metrics_out.clone(),
+    })?;
+    // After the recorder: the tally registers its metric handles.
     let tally = IoTally::new(cli.kbx_buffer_size);
+    let started = std::time::Instant::now();
     let result = dispatch(&cli.command, &tally);
+    kbxscope::telemetry::command_finished(
+        command_name(&cli.command),
+        cli.kbx_buffer_size.bytes() as u64,
+        started.elapsed(),
+    );
+    telemetry.finish()?;
     if let Some(format) = cli.io_summary {
         let stats = tally.snapshot();
         let text = match format {
@@ -46,6 +60,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         io::stderr().write_all(text.as_bytes())?;
     }
     result
+}
+
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Stats(_) => "stats",
+        Command::Dump(_) => "dump",
+        Command::List(a) if a.with_validation => "validate",
+        Command::List(_) => "list",
+        Command::Find(_) => "find",
+        Command::Gen(_) => "gen",
+    }
 }
 
 fn dispatch(command: &Command, tally: &IoTally) -> Result<ExitCode> {

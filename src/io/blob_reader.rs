@@ -127,6 +127,9 @@ pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>)
     if (body as u64) < rest {
         return Err(ReadBlobError::Truncated { offset, length, got: (BLOB_PREFIX_LEN + body) as u64 });
     }
+    if let Some(m) = r.metrics() {
+        m.blob(ty);
+    }
     Ok(Next::Blob { offset })
 }
 

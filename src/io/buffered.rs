@@ -25,6 +25,7 @@ use std::time::Instant;
 
 use super::buffer_size::BufferSize;
 use super::stats::{FileOp, IoStats};
+use crate::telemetry::IoMetrics;
 
 /// A counting, buffered reader over `F`.
 #[derive(Debug)]
@@ -38,6 +39,7 @@ pub struct BufferedReader<F> {
     /// File offset of `buf[0]` (unbuffered: the current position).
     buf_start: u64,
     stats: IoStats,
+    metrics: Option<IoMetrics>,
 }
 
 impl<F: Read + Seek> BufferedReader<F> {
@@ -53,7 +55,20 @@ impl<F: Read + Seek> BufferedReader<F> {
             filled: 0,
             buf_start: 0,
             stats: IoStats::new(size.bytes() as u64),
+            metrics: None,
         }
+    }
+
+    /// Also report every event to these metric handles.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: IoMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The metric handles, if any.
+    pub fn metrics(&self) -> Option<&IoMetrics> {
+        self.metrics.as_ref()
     }
 
     /// The logical position: the offset of the next byte [`read`](Self::read) returns.
@@ -83,14 +98,21 @@ impl<F: Read + Seek> BufferedReader<F> {
     }
 
     /// One timed `read(2)` into `into` (retried, and counted again, if interrupted).
-    fn sys_read(inner: &mut F, stats: &mut IoStats, into: &mut [u8]) -> io::Result<usize> {
+    fn sys_read(inner: &mut F, stats: &mut IoStats, metrics: Option<&IoMetrics>, into: &mut [u8]) -> io::Result<usize> {
         loop {
             let start = Instant::now();
             let r = inner.read(into);
-            stats.record(FileOp::Read, start.elapsed());
+            let took = start.elapsed();
+            stats.record(FileOp::Read, took);
+            if let Some(m) = metrics {
+                m.event(FileOp::Read, took);
+            }
             match r {
                 Ok(n) => {
                     stats.bytes_read += n as u64;
+                    if let Some(m) = metrics {
+                        m.read_result(n);
+                    }
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -103,7 +125,11 @@ impl<F: Read + Seek> BufferedReader<F> {
     fn sys_seek(&mut self, to: u64) -> io::Result<()> {
         let start = Instant::now();
         let r = self.inner.seek(SeekFrom::Start(to));
-        self.stats.record(FileOp::Seek, start.elapsed());
+        let took = start.elapsed();
+        self.stats.record(FileOp::Seek, took);
+        if let Some(m) = &self.metrics {
+            m.event(FileOp::Seek, took);
+        }
         r.map(|_| ())
     }
 
@@ -114,10 +140,13 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// The operating system's error from `read(2)`.
     pub fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         self.stats.logical_reads += 1;
+        if let Some(m) = &self.metrics {
+            m.logical_read();
+        }
         let mut done = 0;
         if self.buf.is_empty() {
             while done < out.len() {
-                let n = Self::sys_read(&mut self.inner, &mut self.stats, &mut out[done..])?;
+                let n = Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut out[done..])?;
                 if n == 0 {
                     break;
                 }
@@ -131,7 +160,7 @@ impl<F: Read + Seek> BufferedReader<F> {
                 self.buf_start += self.filled as u64;
                 self.pos = 0;
                 self.filled = 0;
-                let n = Self::sys_read(&mut self.inner, &mut self.stats, &mut self.buf)?;
+                let n = Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut self.buf)?;
                 if n == 0 {
                     break;
                 }
@@ -155,12 +184,16 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// The operating system's error from `read(2)`.
     pub fn consume(&mut self, n: u64) -> io::Result<u64> {
         self.stats.logical_reads += 1;
+        if let Some(m) = &self.metrics {
+            m.logical_read();
+        }
         let mut done = 0u64;
         if self.buf.is_empty() {
             let mut scratch = [0u8; 8192];
             while done < n {
                 let want = (n - done).min(scratch.len() as u64) as usize;
-                let got = Self::sys_read(&mut self.inner, &mut self.stats, &mut scratch[..want])?;
+                let got =
+                    Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut scratch[..want])?;
                 if got == 0 {
                     break;
                 }
@@ -174,7 +207,7 @@ impl<F: Read + Seek> BufferedReader<F> {
                 self.buf_start += self.filled as u64;
                 self.pos = 0;
                 self.filled = 0;
-                let got = Self::sys_read(&mut self.inner, &mut self.stats, &mut self.buf)?;
+                let got = Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut self.buf)?;
                 if got == 0 {
                     break;
                 }

@@ -23,6 +23,7 @@ use std::time::Instant;
 use super::buffer_size::BufferSize;
 use super::buffered::BufferedReader;
 use super::stats::{FileOp, IoStats};
+use crate::telemetry::IoMetrics;
 
 /// The running total of the file events of every handle opened with it.
 ///
@@ -32,12 +33,18 @@ use super::stats::{FileOp, IoStats};
 pub struct IoTally {
     buffer_size: BufferSize,
     total: Rc<RefCell<IoStats>>,
+    metrics: IoMetrics,
 }
 
 impl IoTally {
-    /// A zeroed tally for handles with buffers of `buffer_size`.
+    /// A zeroed tally for handles with buffers of `buffer_size`. Its metric
+    /// handles are registered here, with the recorder installed now.
     pub fn new(buffer_size: BufferSize) -> Self {
-        Self { buffer_size, total: Rc::new(RefCell::new(IoStats::new(buffer_size.bytes() as u64))) }
+        Self {
+            buffer_size,
+            total: Rc::new(RefCell::new(IoStats::new(buffer_size.bytes() as u64))),
+            metrics: IoMetrics::register(buffer_size.bytes() as u64),
+        }
     }
 
     /// The buffer size of the handles this tally opens.
@@ -83,10 +90,12 @@ pub struct KeyboxFile {
     tally: IoTally,
 }
 
-fn timed_open(path: &Path, flags: i32, stats: &mut IoStats) -> io::Result<File> {
+fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics) -> io::Result<File> {
     let start = Instant::now();
     let r = OpenOptions::new().read(true).custom_flags(flags).open(path);
-    stats.record(FileOp::Open, start.elapsed());
+    let took = start.elapsed();
+    stats.record(FileOp::Open, took);
+    metrics.event(FileOp::Open, took);
     r
 }
 
@@ -96,7 +105,7 @@ fn timed_open(path: &Path, flags: i32, stats: &mut IoStats) -> io::Result<File> 
 /// of the standard library first call `fcntl(fd, F_GETFD)` to check that the
 /// descriptor is still open: an extra system call on the keybox that the
 /// counts would have to leave out. So the descriptor is closed by hand.
-fn timed_close(file: File, stats: &mut IoStats) {
+fn timed_close(file: File, stats: &mut IoStats, metrics: &IoMetrics) {
     let fd = file.into_raw_fd();
     let start = Instant::now();
     // SAFETY: `into_raw_fd` handed us sole ownership of `fd`, which is open
@@ -104,7 +113,9 @@ fn timed_close(file: File, stats: &mut IoStats) {
     // nothing else refers to it afterwards.
     #[allow(unsafe_code)]
     let _ = unsafe { libc::close(fd) };
-    stats.record(FileOp::Close, start.elapsed());
+    let took = start.elapsed();
+    stats.record(FileOp::Close, took);
+    metrics.event(FileOp::Close, took);
 }
 
 fn file_kind(ft: std::fs::FileType) -> &'static str {
@@ -132,8 +143,9 @@ impl KeyboxFile {
     pub fn open(path: &Path, tally: &IoTally) -> Result<Self, OpenError> {
         let mut stats = IoStats::new(tally.buffer_size.bytes() as u64);
         let base = libc::O_NONBLOCK;
-        let opened = match timed_open(path, base | libc::O_NOATIME, &mut stats) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => timed_open(path, base, &mut stats),
+        let m = &tally.metrics;
+        let opened = match timed_open(path, base | libc::O_NOATIME, &mut stats, m) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => timed_open(path, base, &mut stats, m),
             other => other,
         };
         let file = match opened {
@@ -145,18 +157,20 @@ impl KeyboxFile {
         };
         let start = Instant::now();
         let meta = file.metadata();
-        stats.record(FileOp::Stat, start.elapsed());
+        let took = start.elapsed();
+        stats.record(FileOp::Stat, took);
+        m.event(FileOp::Stat, took);
         let problem = match meta {
             Ok(m) if m.file_type().is_file() => None,
             Ok(m) => Some(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(m.file_type()) }),
             Err(source) => Some(OpenError::Io { path: path.to_path_buf(), source }),
         };
         if let Some(err) = problem {
-            timed_close(file, &mut stats);
+            timed_close(file, &mut stats, m);
             tally.add(&stats);
             return Err(err);
         }
-        let mut reader = BufferedReader::new(file, tally.buffer_size);
+        let mut reader = BufferedReader::new(file, tally.buffer_size).with_metrics(tally.metrics.clone());
         reader.stats_mut().merge(&stats);
         Ok(Self { reader: Some(reader), tally: tally.clone() })
     }
@@ -185,7 +199,7 @@ impl Drop for KeyboxFile {
     fn drop(&mut self) {
         if let Some(reader) = self.reader.take() {
             let (file, mut stats) = reader.into_parts();
-            timed_close(file, &mut stats);
+            timed_close(file, &mut stats, &self.tally.metrics);
             self.tally.add(&stats);
         }
     }

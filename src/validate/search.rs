@@ -116,6 +116,9 @@ fn scan_x509<F: Read + Seek>(
             if r.consume(rest)? < rest {
                 return Err(bad("truncated blob"));
             }
+            if let Some(m) = r.metrics() {
+                m.blob(ty);
+            }
             continue;
         }
         image.clear();
@@ -123,6 +126,9 @@ fn scan_x509<F: Read + Seek>(
         image.resize(len as usize, 0);
         if (r.read(&mut image[BLOB_PREFIX_LEN..])? as u64) < rest {
             return Err(bad("truncated blob"));
+        }
+        if let Some(m) = r.metrics() {
+            m.blob(ty);
         }
         let Ok(Blob::Key(blob)) = parse_blob(image) else { continue };
         if blob.is_ephemeral() && !ephemeral {
@@ -183,6 +189,7 @@ impl<O: Opener> GnupgSearch<O> {
         }
         let h = self.handle.as_mut().expect("just opened");
         h.rewind()?;
+        crate::telemetry::scan_started("gnupg");
         Ok(h)
     }
 
@@ -278,6 +285,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), SearchError> {
         for c in chain {
             let mut h = self.opener.open()?;
+            crate::telemetry::scan_started("gnupg");
             scan_x509(&mut h, &mut self.image, true, |b, _| {
                 if b.key(0).fingerprint == c.fpr {
                     Step::Stop
@@ -311,6 +319,7 @@ impl<O: Opener> ScanSearch<O> {
         }
         let r = self.handle.as_mut().expect("just opened");
         r.rewind()?;
+        crate::telemetry::scan_started("scan");
         let (mut normal, mut ephemeral) = (Vec::new(), Vec::new());
         scan_x509(r, &mut self.image, true, |b, off| {
             if !matches(b) {

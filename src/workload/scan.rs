@@ -114,8 +114,10 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
         ScanError { index: 0, offset, kind: ScanErrorKind::NotAKeybox(msg) }
     }
 
-    /// Start a scan at the reader's position, which is taken to be blob 0.
+    /// Start a scan at the reader's position, which is taken to be blob 0
+    /// (counted as a `sequential` pass in `kbx_keybox_scans_total`).
     pub fn new(reader: &'r mut BufferedReader<F>) -> Self {
+        crate::telemetry::scan_started("sequential");
         Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0 }
     }
 

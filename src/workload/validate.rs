@@ -90,6 +90,7 @@ fn validate_one(
     let v = validator
         .validate(cert, search)
         .map_err(|e| ScanError::content(listed.blob_index, listed.offset, e.to_string()))?;
+    crate::telemetry::certificate_validated(v.is_good());
     listed.validation = Some(v);
     Ok(Some(listed))
 }
