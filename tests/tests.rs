@@ -7,4 +7,5 @@ mod gen;
 mod gnupg_live;
 mod strace;
 mod telemetry;
+mod trace;
 mod validation;

@@ -42,6 +42,20 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub metrics_out: Option<PathBuf>,
 
+    /// Write a Chrome trace (for Perfetto or chrome://tracing) of the command.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+
+    /// How deep the trace goes: command, lookup (passes and issuer lookups),
+    /// blob (each blob read), event (each system call).
+    #[arg(long, global = true, value_enum, default_value_t = super::trace::TraceLevel::Blob, requires = "trace_out")]
+    pub trace_level: super::trace::TraceLevel,
+
+    /// At most this many blob and event spans in the trace; the trace notes
+    /// where it was cut.
+    #[arg(long, global = true, value_name = "N", default_value_t = super::trace::DEFAULT_MAX_EVENTS, requires = "trace_out")]
+    pub trace_max_events: u64,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

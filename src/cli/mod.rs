@@ -5,6 +5,7 @@ mod keybox;
 mod progress;
 mod render;
 pub mod telemetry;
+pub mod trace;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -41,15 +42,24 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         linger: cli.linger,
         out: cli.metrics_out.clone(),
     })?;
+    let trace = match &cli.trace_out {
+        Some(path) => Some(trace::install(path, cli.trace_level, cli.trace_max_events)?),
+        None => None,
+    };
     // After the recorder: the tally registers its metric handles.
     let tally = IoTally::new(cli.kbx_buffer_size);
     let started = std::time::Instant::now();
-    let result = dispatch(&cli.command, &tally);
-    kbxscope::telemetry::command_finished(
-        command_name(&cli.command),
-        cli.kbx_buffer_size.bytes() as u64,
-        started.elapsed(),
-    );
+    let name = command_name(&cli.command);
+    let result = {
+        let span =
+            tracing::info_span!(target: "kbx::command", "command", name, buffer_size = cli.kbx_buffer_size.bytes());
+        let _in = span.enter();
+        dispatch(&cli.command, &tally)
+    };
+    kbxscope::telemetry::command_finished(name, cli.kbx_buffer_size.bytes() as u64, started.elapsed());
+    if let Some(t) = trace {
+        t.finish()?;
+    }
     telemetry.finish()?;
     if let Some(format) = cli.io_summary {
         let stats = tally.snapshot();

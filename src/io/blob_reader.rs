@@ -15,6 +15,11 @@ use std::io::{self, Read, Seek};
 use super::buffered::BufferedReader;
 use crate::kbx::blob::{read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
 
+/// A trace span for reading one blob (target `kbx::blob`).
+pub fn blob_span(offset: u64) -> tracing::Span {
+    tracing::info_span!(target: "kbx::blob", "blob", offset)
+}
+
 /// What the next position of the file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -99,6 +104,8 @@ impl ReadBlobError {
 /// [`ReadBlobError`] for truncated or malformed framing and system errors.
 pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>) -> Result<Next, ReadBlobError> {
     let offset = r.position();
+    let span = blob_span(offset);
+    let _in = span.enter();
     let io = |source| ReadBlobError::Io { offset, source };
     let mut prefix = [0u8; BLOB_PREFIX_LEN];
     let got = r.read(&mut prefix).map_err(io)?;

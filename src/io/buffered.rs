@@ -27,6 +27,24 @@ use super::buffer_size::BufferSize;
 use super::stats::{FileOp, IoStats};
 use crate::telemetry::IoMetrics;
 
+/// A trace span for one system call (target `kbx::event`): `op`, the
+/// bytes asked for, the buffer size; `offset` is recorded for seeks.
+/// Disabled (a few nanoseconds) unless a trace at `event` level is on.
+pub fn event_span(op: &'static str, bytes: usize, buffer_size: u64) -> tracing::Span {
+    macro_rules! span {
+        ($name:literal) => {
+            tracing::info_span!(target: "kbx::event", $name, op = %op, bytes, buffer_size, offset = tracing::field::Empty)
+        };
+    }
+    match op {
+        "open" => span!("open"),
+        "read" => span!("read"),
+        "seek" => span!("seek"),
+        "close" => span!("close"),
+        _ => span!("stat"),
+    }
+}
+
 /// A counting, buffered reader over `F`.
 #[derive(Debug)]
 pub struct BufferedReader<F> {
@@ -100,6 +118,8 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// One timed `read(2)` into `into` (retried, and counted again, if interrupted).
     fn sys_read(inner: &mut F, stats: &mut IoStats, metrics: Option<&IoMetrics>, into: &mut [u8]) -> io::Result<usize> {
         loop {
+            let span = event_span("read", into.len(), stats.buffer_size);
+            let _in = span.enter();
             let start = Instant::now();
             let r = inner.read(into);
             let took = start.elapsed();
@@ -123,6 +143,9 @@ impl<F: Read + Seek> BufferedReader<F> {
 
     /// One timed `lseek(2)` to an absolute offset.
     fn sys_seek(&mut self, to: u64) -> io::Result<()> {
+        let span = event_span("seek", 0, self.stats.buffer_size);
+        span.record("offset", to);
+        let _in = span.enter();
         let start = Instant::now();
         let r = self.inner.seek(SeekFrom::Start(to));
         let took = start.elapsed();

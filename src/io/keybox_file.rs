@@ -91,6 +91,8 @@ pub struct KeyboxFile {
 }
 
 fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics) -> io::Result<File> {
+    let span = super::buffered::event_span("open", 0, stats.buffer_size);
+    let _in = span.enter();
     let start = Instant::now();
     let r = OpenOptions::new().read(true).custom_flags(flags).open(path);
     let took = start.elapsed();
@@ -107,6 +109,8 @@ fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics)
 /// counts would have to leave out. So the descriptor is closed by hand.
 fn timed_close(file: File, stats: &mut IoStats, metrics: &IoMetrics) {
     let fd = file.into_raw_fd();
+    let span = super::buffered::event_span("close", 0, stats.buffer_size);
+    let _in = span.enter();
     let start = Instant::now();
     // SAFETY: `into_raw_fd` handed us sole ownership of `fd`, which is open
     // (it came from a successful open) and is closed here exactly once;
@@ -155,11 +159,14 @@ impl KeyboxFile {
                 return Err(OpenError::Io { path: path.to_path_buf(), source });
             }
         };
+        let span = super::buffered::event_span("stat", 0, stats.buffer_size);
+        let entered = span.enter();
         let start = Instant::now();
         let meta = file.metadata();
         let took = start.elapsed();
         stats.record(FileOp::Stat, took);
         m.event(FileOp::Stat, took);
+        drop(entered);
         let problem = match meta {
             Ok(m) if m.file_type().is_file() => None,
             Ok(m) => Some(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(m.file_type()) }),

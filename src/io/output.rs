@@ -69,6 +69,40 @@ pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), Writ
     }
 }
 
+/// An output file written in place under a temporary name and moved to
+/// its final name by [`TempOutput::commit`] (for streams such as a trace
+/// that are written while the command runs).
+#[derive(Debug)]
+pub struct TempOutput {
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl TempOutput {
+    /// Create the temporary file next to `path`; returns it and the handle
+    /// that moves it into place.
+    ///
+    /// # Errors
+    /// The directory is missing or not writable.
+    pub fn create(path: &Path) -> Result<(fs::File, Self), WriteError> {
+        let tmp = temp_path(path);
+        let f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
+        Ok((f, Self { tmp, path: path.to_path_buf() }))
+    }
+
+    /// Move the finished file into place (replacing an older one).
+    ///
+    /// # Errors
+    /// The rename failed.
+    pub fn commit(self) -> Result<(), WriteError> {
+        fs::rename(&self.tmp, &self.path).map_err(|source| WriteError::Io { path: self.path.clone(), source })
+    }
+}
+
 /// Create `dir` and its parents if missing.
 ///
 /// # Errors

@@ -134,7 +134,10 @@ impl<'t> Validator<'t> {
                     };
                     return Ok(Validation::new(Some(problem), &chain));
                 }
+                let span = tracing::info_span!(target: "kbx::lookup", "chain_done", length = chain.len());
+                let entered = span.enter();
                 search.chain_done(&chain)?;
+                drop(entered);
                 let problem = if too_young { Some(Problem::TooYoung) } else { expired.then_some(Problem::Expired) };
                 return Ok(Validation::new(problem, &chain));
             }
@@ -199,6 +202,8 @@ impl<'t> Validator<'t> {
             Ok(i) => i.clone(),
             Err(_) => return Ok(None),
         };
+        let span = tracing::info_span!(target: "kbx::lookup", "find_issuer", subject = %String::from_utf8_lossy(&cert.subject));
+        let _in = span.enter();
         if let Some((issuer, serial)) = &info.aki_issuer_sn {
             if let Some(c) = search.by_issuer_sn(issuer, serial)? {
                 return Ok(Some(c));

@@ -98,6 +98,8 @@ fn scan_x509<F: Read + Seek>(
     let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
     loop {
         let offset = r.position();
+        let span = crate::io::blob_reader::blob_span(offset);
+        let _in = span.enter();
         let mut prefix = [0u8; BLOB_PREFIX_LEN];
         let got = r.read(&mut prefix)?;
         if got == 0 {

@@ -98,6 +98,7 @@ pub struct Scanner<'r, F> {
     image: Vec<u8>,
     index: u64,
     trailing_deleted: u64,
+    _pass: tracing::span::EnteredSpan,
 }
 
 /// A header blob with the right magic, or an OpenPGP or X.509 blob.
@@ -118,7 +119,8 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
     /// (counted as a `sequential` pass in `kbx_keybox_scans_total`).
     pub fn new(reader: &'r mut BufferedReader<F>) -> Self {
         crate::telemetry::scan_started("sequential");
-        Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0 }
+        let pass = tracing::info_span!(target: "kbx::lookup", "pass", start = reader.position()).entered();
+        Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0, _pass: pass }
     }
 
     /// The blob of the last [`Item::Blob`].
