@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod common;
+mod dashboard;
 mod fixtures_cli;
 mod gen;
 mod gnupg_live;
