@@ -71,6 +71,21 @@ pub fn describe() {
     describe_gauge!(BUILD_INFO, Unit::Count, "Always 1; the version label says which kbxscope this is.");
 }
 
+/// Pending counter increments flush after this many system calls (and when
+/// the handle closes), so a scraper sees a long scan progress.
+pub const FLUSH_EVERY: u32 = 1024;
+
+/// Counts a handle has not yet added to the shared counters: plain
+/// integers, so the hot path touches no shared cache line for them.
+#[derive(Debug, Clone, Default)]
+pub struct PendingCounts {
+    events: [u64; 5],
+    bytes: u64,
+    /// Logical reads not yet added.
+    pub logical_reads: u64,
+    unflushed: u32,
+}
+
 /// Handles for one buffer size, registered once and cloned into each handle.
 #[derive(Clone)]
 pub struct IoMetrics {
@@ -117,7 +132,8 @@ impl IoMetrics {
         }
     }
 
-    /// One system call and its duration.
+    /// One system call and its duration, counted at once (for the rare
+    /// events: open, stat, close).
     #[inline]
     pub fn event(&self, op: FileOp, took: Duration) {
         let i = op_index(op);
@@ -125,17 +141,37 @@ impl IoMetrics {
         self.durations[i].record(took.as_secs_f64());
     }
 
-    /// What one `read(2)` returned.
+    /// One system call's duration; its count goes to `pending` and reaches
+    /// the counter at the next [`flush`](Self::flush).
     #[inline]
-    pub fn read_result(&self, bytes: usize) {
-        self.read_bytes.increment(bytes as u64);
+    pub fn timed(&self, op: FileOp, took: Duration, pending: &mut PendingCounts) {
+        let i = op_index(op);
+        pending.events[i] += 1;
+        pending.unflushed += 1;
+        self.durations[i].record(took.as_secs_f64());
+        if pending.unflushed >= FLUSH_EVERY {
+            self.flush(pending);
+        }
+    }
+
+    /// What one `read(2)` returned (the byte count goes to `pending`).
+    #[inline]
+    pub fn read_result(&self, bytes: usize, pending: &mut PendingCounts) {
+        pending.bytes += bytes as u64;
         self.read_sizes.record(bytes as f64);
     }
 
-    /// One logical read (or skip) of the buffered layer.
-    #[inline]
-    pub fn logical_read(&self) {
-        self.logical_reads.increment(1);
+    /// Add the pending counts to the counters and zero them.
+    pub fn flush(&self, pending: &mut PendingCounts) {
+        for (i, n) in pending.events.iter_mut().enumerate() {
+            if *n > 0 {
+                self.events[i].increment(*n);
+                *n = 0;
+            }
+        }
+        self.read_bytes.increment(std::mem::take(&mut pending.bytes));
+        self.logical_reads.increment(std::mem::take(&mut pending.logical_reads));
+        pending.unflushed = 0;
     }
 
     /// One blob read completely.

@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use super::buffer_size::BufferSize;
 use super::stats::{FileOp, IoStats};
-use crate::telemetry::IoMetrics;
+use crate::telemetry::{IoMetrics, PendingCounts};
 
 /// A trace span for one system call (target `kbx::event`): `op`, the
 /// bytes asked for, the buffer size; `offset` is recorded for seeks.
@@ -58,6 +58,7 @@ pub struct BufferedReader<F> {
     buf_start: u64,
     stats: IoStats,
     metrics: Option<IoMetrics>,
+    pending: PendingCounts,
 }
 
 impl<F: Read + Seek> BufferedReader<F> {
@@ -74,6 +75,7 @@ impl<F: Read + Seek> BufferedReader<F> {
             buf_start: 0,
             stats: IoStats::new(size.bytes() as u64),
             metrics: None,
+            pending: PendingCounts::default(),
         }
     }
 
@@ -110,13 +112,23 @@ impl<F: Read + Seek> BufferedReader<F> {
         &self.inner
     }
 
-    /// Unwrap, returning the reader and the counters.
-    pub fn into_parts(self) -> (F, IoStats) {
+    /// Unwrap, returning the reader and the counters (pending metric
+    /// counts are flushed first).
+    pub fn into_parts(mut self) -> (F, IoStats) {
+        if let Some(m) = &self.metrics {
+            m.flush(&mut self.pending);
+        }
         (self.inner, self.stats)
     }
 
     /// One timed `read(2)` into `into` (retried, and counted again, if interrupted).
-    fn sys_read(inner: &mut F, stats: &mut IoStats, metrics: Option<&IoMetrics>, into: &mut [u8]) -> io::Result<usize> {
+    fn sys_read(
+        inner: &mut F,
+        stats: &mut IoStats,
+        metrics: Option<&IoMetrics>,
+        pending: &mut PendingCounts,
+        into: &mut [u8],
+    ) -> io::Result<usize> {
         loop {
             let span = event_span("read", into.len(), stats.buffer_size);
             let _in = span.enter();
@@ -125,13 +137,13 @@ impl<F: Read + Seek> BufferedReader<F> {
             let took = start.elapsed();
             stats.record(FileOp::Read, took);
             if let Some(m) = metrics {
-                m.event(FileOp::Read, took);
+                m.timed(FileOp::Read, took, pending);
             }
             match r {
                 Ok(n) => {
                     stats.bytes_read += n as u64;
                     if let Some(m) = metrics {
-                        m.read_result(n);
+                        m.read_result(n, pending);
                     }
                     return Ok(n);
                 }
@@ -151,7 +163,7 @@ impl<F: Read + Seek> BufferedReader<F> {
         let took = start.elapsed();
         self.stats.record(FileOp::Seek, took);
         if let Some(m) = &self.metrics {
-            m.event(FileOp::Seek, took);
+            m.timed(FileOp::Seek, took, &mut self.pending);
         }
         r.map(|_| ())
     }
@@ -163,13 +175,17 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// The operating system's error from `read(2)`.
     pub fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         self.stats.logical_reads += 1;
-        if let Some(m) = &self.metrics {
-            m.logical_read();
-        }
+        self.pending.logical_reads += 1;
         let mut done = 0;
         if self.buf.is_empty() {
             while done < out.len() {
-                let n = Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut out[done..])?;
+                let n = Self::sys_read(
+                    &mut self.inner,
+                    &mut self.stats,
+                    self.metrics.as_ref(),
+                    &mut self.pending,
+                    &mut out[done..],
+                )?;
                 if n == 0 {
                     break;
                 }
@@ -183,7 +199,13 @@ impl<F: Read + Seek> BufferedReader<F> {
                 self.buf_start += self.filled as u64;
                 self.pos = 0;
                 self.filled = 0;
-                let n = Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut self.buf)?;
+                let n = Self::sys_read(
+                    &mut self.inner,
+                    &mut self.stats,
+                    self.metrics.as_ref(),
+                    &mut self.pending,
+                    &mut self.buf,
+                )?;
                 if n == 0 {
                     break;
                 }
@@ -207,16 +229,19 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// The operating system's error from `read(2)`.
     pub fn consume(&mut self, n: u64) -> io::Result<u64> {
         self.stats.logical_reads += 1;
-        if let Some(m) = &self.metrics {
-            m.logical_read();
-        }
+        self.pending.logical_reads += 1;
         let mut done = 0u64;
         if self.buf.is_empty() {
             let mut scratch = [0u8; 8192];
             while done < n {
                 let want = (n - done).min(scratch.len() as u64) as usize;
-                let got =
-                    Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut scratch[..want])?;
+                let got = Self::sys_read(
+                    &mut self.inner,
+                    &mut self.stats,
+                    self.metrics.as_ref(),
+                    &mut self.pending,
+                    &mut scratch[..want],
+                )?;
                 if got == 0 {
                     break;
                 }
@@ -230,7 +255,13 @@ impl<F: Read + Seek> BufferedReader<F> {
                 self.buf_start += self.filled as u64;
                 self.pos = 0;
                 self.filled = 0;
-                let got = Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut self.buf)?;
+                let got = Self::sys_read(
+                    &mut self.inner,
+                    &mut self.stats,
+                    self.metrics.as_ref(),
+                    &mut self.pending,
+                    &mut self.buf,
+                )?;
                 if got == 0 {
                     break;
                 }
