@@ -64,6 +64,13 @@ impl Telemetry {
                 let recorder = builder()?.build_recorder();
                 let handle = recorder.handle();
                 metrics::set_global_recorder(recorder)?;
+                // Without the HTTP listener nothing drains the histogram
+                // samples: do it every second so memory stays bounded.
+                let upkeep = handle.clone();
+                std::thread::Builder::new().name("metrics-upkeep".into()).spawn(move || loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                    upkeep.run_upkeep();
+                })?;
                 handle
             }
         };
