@@ -114,24 +114,13 @@ fn gnupg_home(kbx: &Path) -> tempfile::TempDir {
 }
 
 /// gpgsm's verdict per certificate fingerprint, from `gpgsm -k --with-validation`.
-pub fn gpgsm_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
+fn gpgsm_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
     let o = Command::new(gpgsm)
         .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-    let mut out = Vec::new();
-    let mut fpr = None;
-    for line in text.lines() {
-        if let Some(f) = line.trim().strip_prefix("fingerprint: ") {
-            fpr = Some(f.replace(':', ""));
-        }
-        if let Some(v) = line.trim().strip_prefix("[certificate is ") {
-            out.push((fpr.take().expect("fingerprint before verdict"), v.trim_end_matches(']').to_string()));
-        }
-    }
-    out
+    crate::common::gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout))
 }
 
 #[test]

@@ -4,22 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{fixture, io_summary, run, stderr, stdout, tool, KEYBOXES};
-
-/// (fingerprint, verdict) as gpgsm prints them in its text listing.
-fn gpgsm_text_verdicts(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut fpr = None;
-    for line in text.lines() {
-        if let Some(f) = line.trim().strip_prefix("fingerprint: ") {
-            fpr = Some(f.replace(':', ""));
-        }
-        if let Some(v) = line.trim().strip_prefix("[certificate is ") {
-            out.push((fpr.take().expect("fingerprint before verdict"), v.trim_end_matches(']').to_string()));
-        }
-    }
-    out
-}
+use crate::common::{fixture, gpgsm_text_verdicts, io_summary, run, stderr, stdout, tool, KEYBOXES};
 
 /// Our verdicts from `list --with-validation --json`.
 fn our_verdicts(kbx: &Path, trustlist: &Path, lookup: &str, extra: &[&str]) -> Vec<(String, String)> {

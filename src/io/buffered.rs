@@ -153,6 +153,18 @@ impl<F: Read + Seek> BufferedReader<F> {
         }
     }
 
+    /// Refill the empty buffer with one `read(2)` of its whole capacity;
+    /// `false` at end of file.
+    fn refill(&mut self) -> io::Result<bool> {
+        self.buf_start += self.filled as u64;
+        self.pos = 0;
+        self.filled = 0;
+        let n =
+            Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut self.pending, &mut self.buf)?;
+        self.filled = n;
+        Ok(n > 0)
+    }
+
     /// One timed `lseek(2)` to an absolute offset.
     fn sys_seek(&mut self, to: u64) -> io::Result<()> {
         let span = event_span("seek", 0, self.stats.buffer_size);
@@ -195,21 +207,8 @@ impl<F: Read + Seek> BufferedReader<F> {
             return Ok(done);
         }
         while done < out.len() {
-            if self.pos == self.filled {
-                self.buf_start += self.filled as u64;
-                self.pos = 0;
-                self.filled = 0;
-                let n = Self::sys_read(
-                    &mut self.inner,
-                    &mut self.stats,
-                    self.metrics.as_ref(),
-                    &mut self.pending,
-                    &mut self.buf,
-                )?;
-                if n == 0 {
-                    break;
-                }
-                self.filled = n;
+            if self.pos == self.filled && !self.refill()? {
+                break;
             }
             let take = (out.len() - done).min(self.filled - self.pos);
             out[done..done + take].copy_from_slice(&self.buf[self.pos..self.pos + take]);
@@ -251,21 +250,8 @@ impl<F: Read + Seek> BufferedReader<F> {
             return Ok(done);
         }
         while done < n {
-            if self.pos == self.filled {
-                self.buf_start += self.filled as u64;
-                self.pos = 0;
-                self.filled = 0;
-                let got = Self::sys_read(
-                    &mut self.inner,
-                    &mut self.stats,
-                    self.metrics.as_ref(),
-                    &mut self.pending,
-                    &mut self.buf,
-                )?;
-                if got == 0 {
-                    break;
-                }
-                self.filled = got;
+            if self.pos == self.filled && !self.refill()? {
+                break;
             }
             let take = (n - done).min((self.filled - self.pos) as u64);
             self.pos += take as usize;

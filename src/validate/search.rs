@@ -170,29 +170,50 @@ fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
     memo.info(c).is_ok_and(|i| i.ski.as_deref() == Some(keyid))
 }
 
-/// gpgsm 2.4's access pattern; see the module docs.
-pub struct GnupgSearch<O: Opener> {
+/// A handle opened on first use (as GnuPG's keybox handles open the file
+/// on their first search) and closed when dropped or [`close`d](Self::close).
+struct LazyHandle<O: Opener> {
     opener: O,
     handle: Option<O::Handle>,
-    image: Vec<u8>,
 }
 
-impl<O: Opener> GnupgSearch<O> {
-    /// A strategy opening its handles with `opener`.
-    pub fn new(opener: O) -> Self {
-        Self { opener, handle: None, image: Vec::new() }
+impl<O: Opener> LazyHandle<O> {
+    fn new(opener: O) -> Self {
+        Self { opener, handle: None }
     }
 
-    /// The validation handle, opened on first use, rewound (gpgsm's
-    /// `keydb_search_reset` before each search).
+    /// The handle, rewound to the start; opened first if needed.
     fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, SearchError> {
         if self.handle.is_none() {
             self.handle = Some(self.opener.open()?);
         }
         let h = self.handle.as_mut().expect("just opened");
         h.rewind()?;
-        crate::telemetry::scan_started("gnupg");
         Ok(h)
+    }
+
+    fn close(&mut self) {
+        self.handle = None; // dropping the handle closes the file
+    }
+}
+
+/// gpgsm 2.4's access pattern; see the module docs.
+pub struct GnupgSearch<O: Opener> {
+    handle: LazyHandle<O>,
+    image: Vec<u8>,
+}
+
+impl<O: Opener> GnupgSearch<O> {
+    /// A strategy opening its handles with `opener`.
+    pub fn new(opener: O) -> Self {
+        Self { handle: LazyHandle::new(opener), image: Vec::new() }
+    }
+
+    /// The validation handle, opened on first use, rewound (gpgsm's
+    /// `keydb_search_reset` before each search).
+    fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, SearchError> {
+        crate::telemetry::scan_started("gnupg");
+        self.handle.rewound()
     }
 
     /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
@@ -230,11 +251,11 @@ impl<O: Opener> GnupgSearch<O> {
 
 impl<O: Opener> IssuerSearch for GnupgSearch<O> {
     fn begin_cert(&mut self) {
-        self.handle = None;
+        self.handle.close();
     }
 
     fn end_cert(&mut self) {
-        self.handle = None; // dropping the handle closes the file
+        self.handle.close();
     }
 
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
@@ -286,7 +307,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
 
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), SearchError> {
         for c in chain {
-            let mut h = self.opener.open()?;
+            let mut h = self.handle.opener.open()?;
             crate::telemetry::scan_started("gnupg");
             scan_x509(&mut h, &mut self.image, true, |b, _| {
                 if b.key(0).fingerprint == c.fpr {
@@ -302,25 +323,20 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
 
 /// One rescan per lookup on one extra handle; see the module docs.
 pub struct ScanSearch<O: Opener> {
-    opener: O,
-    handle: Option<O::Handle>,
+    handle: LazyHandle<O>,
     image: Vec<u8>,
 }
 
 impl<O: Opener> ScanSearch<O> {
     /// A strategy opening its one handle with `opener` when first needed.
     pub fn new(opener: O) -> Self {
-        Self { opener, handle: None, image: Vec::new() }
+        Self { handle: LazyHandle::new(opener), image: Vec::new() }
     }
 
     /// One pass from the start: the first non-ephemeral match, else the
     /// first ephemeral one; `to_end` keeps going and collects every match.
     fn pass(&mut self, to_end: bool, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Vec<Cert>, SearchError> {
-        if self.handle.is_none() {
-            self.handle = Some(self.opener.open()?);
-        }
-        let r = self.handle.as_mut().expect("just opened");
-        r.rewind()?;
+        let r = self.handle.rewound()?;
         crate::telemetry::scan_started("scan");
         let (mut normal, mut ephemeral) = (Vec::new(), Vec::new());
         scan_x509(r, &mut self.image, true, |b, off| {

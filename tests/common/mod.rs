@@ -113,3 +113,18 @@ pub fn raw_blob(len: u32, ty: u8) -> Vec<u8> {
     b[4] = ty;
     b
 }
+
+/// (fingerprint, verdict) pairs from gpgsm's text listing with validation.
+pub fn gpgsm_text_verdicts(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut fpr = None;
+    for line in text.lines() {
+        if let Some(f) = line.trim().strip_prefix("fingerprint: ") {
+            fpr = Some(f.replace(':', ""));
+        }
+        if let Some(v) = line.trim().strip_prefix("[certificate is ") {
+            out.push((fpr.take().expect("fingerprint before verdict"), v.trim_end_matches(']').to_string()));
+        }
+    }
+    out
+}
