@@ -166,6 +166,24 @@ fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)>
     }
 }
 
+/// Among key-id candidates: the best non-ephemeral one, else the best
+/// ephemeral one (what gpgsm's normal then ephemeral scans pick).
+fn best_by_keyid(memo: &mut Memo, candidates: Vec<Cert>, keyid: &[u8], at: i64) -> Option<Cert> {
+    let (normal, eph): (Vec<Cert>, Vec<Cert>) =
+        candidates.into_iter().filter(|c| ski_matches(memo, c, keyid)).partition(|c| !c.ephemeral);
+    best(memo, normal, at).or_else(|| best(memo, eph, at)).map(|b| b.0)
+}
+
+/// GnuPG's ISSUER_SN match: the blob's issuer and serial number.
+fn is_issuer_sn(b: &KeyBlob<'_>, issuer: &[u8], serial: &[u8]) -> bool {
+    b.x509_issuer() == Some(issuer) && serial_eq(b.serial(), serial)
+}
+
+/// GnuPG's SUBJECT match.
+fn is_subject(b: &KeyBlob<'_>, subject: &[u8]) -> bool {
+    b.x509_subject() == Some(subject)
+}
+
 fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
     memo.info(c).is_ok_and(|i| i.ski.as_deref() == Some(keyid))
 }
@@ -259,7 +277,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
     }
 
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
-        self.first(|b| b.x509_issuer() == Some(issuer) && serial_eq(b.serial(), serial))
+        self.first(|b| is_issuer_sn(b, issuer, serial))
     }
 
     fn by_subject_keyid(
@@ -275,7 +293,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
             let mut image = std::mem::take(&mut self.image);
             let r = self.rewound()?;
             let res = scan_x509(r, &mut image, ephemeral, |b, off| {
-                if b.x509_subject() == Some(subject) {
+                if is_subject(b, subject) {
                     candidates.extend(Cert::from_blob(b, off));
                 }
                 Step::Next
@@ -300,9 +318,9 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
             // gpgsm searches the subject on the handle the failed lookups
             // left at end of file (a no-op: the end is sticky until a
             // reset), then resets and searches in ephemeral mode.
-            return self.first_in(&[true], |b| b.x509_subject() == Some(subject));
+            return self.first_in(&[true], |b| is_subject(b, subject));
         }
-        self.first(|b| b.x509_subject() == Some(subject))
+        self.first(|b| is_subject(b, subject))
     }
 
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), SearchError> {
@@ -358,7 +376,7 @@ impl<O: Opener> ScanSearch<O> {
 
 impl<O: Opener> IssuerSearch for ScanSearch<O> {
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
-        Ok(self.pass(false, |b| b.x509_issuer() == Some(issuer) && serial_eq(b.serial(), serial))?.into_iter().next())
+        Ok(self.pass(false, |b| is_issuer_sn(b, issuer, serial))?.into_iter().next())
     }
 
     fn by_subject_keyid(
@@ -368,14 +386,12 @@ impl<O: Opener> IssuerSearch for ScanSearch<O> {
         keyid: &[u8],
         at: i64,
     ) -> Result<Option<Cert>, SearchError> {
-        let all = self.pass(true, |b| b.x509_subject() == Some(subject))?;
-        let (normal, eph): (Vec<Cert>, Vec<Cert>) =
-            all.into_iter().filter(|c| ski_matches(memo, c, keyid)).partition(|c| !c.ephemeral);
-        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)).map(|b| b.0))
+        let all = self.pass(true, |b| is_subject(b, subject))?;
+        Ok(best_by_keyid(memo, all, keyid, at))
     }
 
     fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, SearchError> {
-        Ok(self.pass(false, |b| b.x509_subject() == Some(subject))?.into_iter().next())
+        Ok(self.pass(false, |b| is_subject(b, subject))?.into_iter().next())
     }
 }
 
@@ -422,12 +438,8 @@ impl IssuerSearch for IndexSearch {
         at: i64,
     ) -> Result<Option<Cert>, SearchError> {
         let idx = self.by_subject.get(subject).map(Vec::as_slice).unwrap_or(&[]);
-        let (normal, eph): (Vec<Cert>, Vec<Cert>) = idx
-            .iter()
-            .map(|&i| self.certs[i].clone())
-            .filter(|c| ski_matches(memo, c, keyid))
-            .partition(|c| !c.ephemeral);
-        Ok(best(memo, normal, at).or_else(|| best(memo, eph, at)).map(|b| b.0))
+        let candidates = idx.iter().map(|&i| self.certs[i].clone()).collect();
+        Ok(best_by_keyid(memo, candidates, keyid, at))
     }
 
     fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, SearchError> {
