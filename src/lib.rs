@@ -52,6 +52,7 @@
 pub mod gen;
 pub mod io;
 pub mod kbx;
+pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;
 pub mod validate;

@@ -7,6 +7,7 @@ mod fixtures_cli;
 mod gen;
 mod gnupg_live;
 mod strace;
+mod sweep;
 mod telemetry;
 mod trace;
 mod validation;

@@ -83,6 +83,47 @@ pub enum Command {
     Find(FindArgs),
     /// Write a realistic keybox with real keys and certificates, and its trustlist.
     Gen(GenArgs),
+    /// The seed's table: file events and time per buffer size.
+    Sweep(SweepArgs),
+}
+
+/// Arguments of `sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The keybox (default: the built-in one, with the seed's numbers beside ours).
+    #[arg(value_name = "FILE", value_parser = keybox_path)]
+    pub file: Option<PathBuf>,
+    /// Buffer sizes, comma-separated, as --kbx-buffer-size takes them.
+    /// Default: the seed's 0,16,32,64,128,256,512.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::sweep::parse_size)]
+    pub sizes: Vec<kbxscope::sweep::SweepSize>,
+    /// What each run does: validate (list --with-validation), list, stats, find:PATTERN.
+    #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = super::sweep::parse_workload)]
+    pub workload: super::sweep::WorkloadArg,
+    /// Lookup strategy of the validate workload.
+    #[arg(long, value_enum, default_value_t = LookupArg::Gnupg)]
+    pub lookup: LookupArg,
+    /// Timed runs per size.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Untimed runs per size before the timed ones.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: u32,
+    /// Trustlist for the validate workload (as for list --with-validation).
+    #[arg(long, value_name = "FILE")]
+    pub trustlist: Option<PathBuf>,
+    /// Validity time for the validate workload (RFC 3339 or a date).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<i64>,
+    /// Write the results as JSON (- = stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the results as CSV (- = stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the results as a Markdown table (- = stdout).
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
 }
 
 /// A keybox path.

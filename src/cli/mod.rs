@@ -4,6 +4,7 @@ pub mod args;
 mod keybox;
 mod progress;
 mod render;
+pub mod sweep;
 pub mod telemetry;
 pub mod trace;
 
@@ -80,6 +81,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::List(_) => "list",
         Command::Find(_) => "find",
         Command::Gen(_) => "gen",
+        Command::Sweep(_) => "sweep",
     }
 }
 
@@ -90,6 +92,7 @@ fn dispatch(command: &Command, tally: &IoTally) -> Result<ExitCode> {
         Command::List(a) => list(a, tally),
         Command::Find(a) => find(a, tally),
         Command::Gen(a) => gen(a),
+        Command::Sweep(a) => sweep::run(a),
     }
 }
 

@@ -1,0 +1,170 @@
+//! `sweep`: the seed's table on any keybox.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::args::{LookupArg, SweepArgs};
+use super::keybox;
+use super::progress::Bar;
+use kbxscope::io::output::TempOutput;
+use kbxscope::io::IoTally;
+use kbxscope::sweep::{self, export, median, SizeResult, SweepSize, Workload};
+use kbxscope::validate::Lookup;
+
+/// An export destination, opened before the runs (a bad path fails fast).
+enum Sink {
+    Stdout,
+    File(std::fs::File, TempOutput),
+}
+
+fn open_sink(path: &Option<PathBuf>) -> Result<Option<Sink>> {
+    Ok(match path {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(Sink::Stdout),
+        Some(p) => {
+            let (f, t) = TempOutput::create(p)?;
+            Some(Sink::File(f, t))
+        }
+    })
+}
+
+fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
+    match sink {
+        None => {}
+        Some(Sink::Stdout) => std::io::stdout().write_all(&bytes)?,
+        Some(Sink::File(mut f, t)) => {
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            drop(f);
+            t.commit()?;
+        }
+    }
+    Ok(())
+}
+
+/// Parse `--workload`.
+pub fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
+    match s {
+        "validate" => Ok(WorkloadArg::Validate),
+        "list" => Ok(WorkloadArg::List),
+        "stats" => Ok(WorkloadArg::Stats),
+        _ => match s.strip_prefix("find:") {
+            Some(p) if !p.is_empty() => Ok(WorkloadArg::Find(p.to_string())),
+            _ => Err(format!("expected validate, list, stats or find:PATTERN; got '{s}'")),
+        },
+    }
+}
+
+/// `--workload` as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkloadArg {
+    /// `list --with-validation`.
+    Validate,
+    /// `list`.
+    List,
+    /// `stats`.
+    Stats,
+    /// `find PATTERN`.
+    Find(String),
+}
+
+/// Parse one `--sizes` entry, keeping how it was written.
+pub fn parse_size(s: &str) -> Result<SweepSize, String> {
+    s.parse().map(|size| SweepSize { label: s.to_string(), size }).map_err(|e| format!("{e}"))
+}
+
+/// Run the sweep and print the table.
+pub fn run(a: &SweepArgs) -> Result<ExitCode> {
+    let exports = (open_sink(&a.export_json)?, open_sink(&a.export_csv)?, open_sink(&a.export_markdown)?);
+    let probe = IoTally::new(kbxscope::io::BufferSize::default());
+    let path = keybox::resolve(a.file.as_deref(), &probe)?;
+    let builtin = a.file.is_none();
+    let lookup = match a.lookup {
+        LookupArg::Gnupg => Lookup::Gnupg,
+        LookupArg::Scan => Lookup::Scan,
+        LookupArg::Index => Lookup::Index,
+    };
+    let workload = match &a.workload {
+        WorkloadArg::Validate => Workload::Validate(lookup),
+        WorkloadArg::List => Workload::List,
+        WorkloadArg::Stats => Workload::Stats,
+        WorkloadArg::Find(p) => Workload::Find(p.clone()),
+    };
+    let trust = if matches!(workload, Workload::Validate(_)) {
+        keybox::trustlist_for(&path, a.trustlist.as_deref())?
+    } else {
+        Default::default()
+    };
+    let at = a.at.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    });
+    let sizes = if a.sizes.is_empty() { sweep::default_sizes() } else { a.sizes.clone() };
+    let bar = Bar::new();
+    let results =
+        sweep::run(&path, &sizes, &workload, a.runs as usize, a.warmup as usize, &trust, at, &mut |i, k, n| {
+            bar.update(&format!("{} KiB: run {}/{}", sizes[i].label, k + 1, n), i, sizes.len())
+        })?;
+    drop(bar);
+    print!("{}", table(&path, &workload, &results, builtin));
+    finish_sink(exports.0, export::json(&results))?;
+    finish_sink(exports.1, export::csv(&results))?;
+    finish_sink(exports.2, export::markdown(&results))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The terminal table: the seed's columns first; with the built-in keybox,
+/// the seed's own numbers and the ratio beside ours.
+fn table(path: &Path, workload: &Workload, results: &[SizeResult], builtin: bool) -> String {
+    let ms = results.iter().all(|r| r.wall_median() < 1.0);
+    let (unit, scale) = if ms { ("ms", 1000.0) } else { ("s", 1.0) };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} — {} ({} runs per size)",
+        path.display(),
+        workload.name(),
+        results.first().map_or(0, |r| r.wall_s.len())
+    );
+    let mut header = format!(
+        "{:>7} {:>12} {:>9} {:>12} {:>6} {:>6} {:>8} {:>8} {:>10}",
+        "N(k)",
+        "file events",
+        format!("time({unit})"),
+        "reads",
+        "opens",
+        "seeks",
+        "user(s)",
+        "sys(s)",
+        "read(µs)"
+    );
+    if builtin {
+        header += &format!(" {:>12} {:>7} {:>12}", "seed events", "ratio", "seed time(s)");
+    }
+    let _ = writeln!(s, "{header}");
+    for r in results {
+        let _ = write!(
+            s,
+            "{:>7} {:>12} {:>9.3} {:>12} {:>6} {:>6} {:>8.2} {:>8.2} {:>10.2}",
+            r.label,
+            r.events.total(),
+            r.wall_median() * scale,
+            r.events.read,
+            r.events.open,
+            r.events.seek,
+            median(&r.user_s),
+            median(&r.sys_s),
+            r.mean_read_ns / 1000.0
+        );
+        if builtin {
+            if let Some((events, time)) = sweep::seed_row(&r.label) {
+                let _ = write!(s, " {:>12} {:>7.3} {:>12.0}", events, r.events.total() as f64 / events as f64, time);
+            }
+        }
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,96 @@
+//! `sweep`: one row per size, counts equal to single runs, exports.
+
+use crate::common::{io_summary, run, stderr, stdout};
+
+fn tiny() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("tiny.kbx");
+    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, kbx)
+}
+
+#[test]
+fn rows_match_single_runs_and_fall_with_the_buffer() {
+    let (dir, kbx) = tiny();
+    let json = dir.path().join("sweep.json");
+    let sizes = "unbuffered,0,16,64,4096B";
+    let o = run([
+        "sweep",
+        kbx.to_str().unwrap(),
+        "--sizes",
+        sizes,
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(table.lines().nth(1).unwrap().trim_start().starts_with("N(k)  file events  time("), "{table}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0]["wall_s"]["runs"].as_array().unwrap().len(), 2);
+    let events: Vec<u64> = rows.iter().map(|r| r["events"]["total"].as_u64().unwrap()).collect();
+    // unbuffered > 4 KiB > 8 KiB > 16 KiB > 64 KiB
+    let by_size = [events[0], events[4], events[1], events[2], events[3]];
+    assert!(by_size.windows(2).all(|w| w[0] > w[1]), "{by_size:?}");
+    for (row, size) in rows.iter().zip(sizes.split(',')) {
+        let single = run([
+            "--io-summary=json",
+            &format!("--kbx-buffer-size={size}"),
+            "list",
+            "--with-validation",
+            kbx.to_str().unwrap(),
+        ]);
+        let s = io_summary(&single);
+        assert_eq!(row["events"], s["events"], "size {size}");
+        assert_eq!(row["bytes_read"], s["bytes_read"]);
+        assert_eq!(row["logical_reads"], s["logical_reads"]);
+    }
+}
+
+#[test]
+fn exports_and_bad_paths() {
+    let (dir, kbx) = tiny();
+    let csv = dir.path().join("s.csv");
+    let md = dir.path().join("s.md");
+    let o = run([
+        "sweep",
+        kbx.to_str().unwrap(),
+        "--workload",
+        "stats",
+        "--sizes",
+        "0,64",
+        "--runs",
+        "1",
+        "--export-csv",
+        csv.to_str().unwrap(),
+        "--export-markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    assert!(text.lines().nth(1).unwrap().starts_with("0,8192,"));
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| 64 | "));
+    // a bad export path fails before any run
+    let started = std::time::Instant::now();
+    let bad = dir.path().join("no/such/dir/s.json");
+    let o = run(["sweep", kbx.to_str().unwrap(), "--runs", "50", "--export-json", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    for (args, want) in [
+        (vec!["sweep", "x.kbx", "--sizes", "0,huge"], "--sizes"),
+        (vec!["sweep", "x.kbx", "--workload", "dance"], "--workload"),
+        (vec!["sweep", "x.kbx", "--runs", "0"], "--runs"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+}
