@@ -18,17 +18,14 @@ use kbxscope::validate::Lookup;
 /// An export destination, opened before the runs (a bad path fails fast).
 enum Sink {
     Stdout,
-    File(std::fs::File, TempOutput),
+    File(TempOutput),
 }
 
 fn open_sink(path: &Option<PathBuf>) -> Result<Option<Sink>> {
     Ok(match path {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Sink::Stdout),
-        Some(p) => {
-            let (f, t) = TempOutput::create(p)?;
-            Some(Sink::File(f, t))
-        }
+        Some(p) => Some(Sink::File(TempOutput::open(p)?)),
     })
 }
 
@@ -36,10 +33,8 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
     match sink {
         None => {}
         Some(Sink::Stdout) => std::io::stdout().write_all(&bytes)?,
-        Some(Sink::File(mut f, t)) => {
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            drop(f);
+        Some(Sink::File(mut t)) => {
+            t.write_all(&bytes)?;
             t.commit()?;
         }
     }

@@ -76,6 +76,7 @@ pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), Writ
 pub struct TempOutput {
     tmp: PathBuf,
     path: PathBuf,
+    file: Option<fs::File>,
 }
 
 impl TempOutput {
@@ -85,20 +86,43 @@ impl TempOutput {
     /// # Errors
     /// The directory is missing or not writable.
     pub fn create(path: &Path) -> Result<(fs::File, Self), WriteError> {
+        let mut out = Self::open(path)?;
+        let f = out.file.take().expect("just opened");
+        Ok((f, out))
+    }
+
+    /// Create the temporary file next to `path`, kept inside for
+    /// [`write_all`](Self::write_all).
+    ///
+    /// # Errors
+    /// The directory is missing or not writable.
+    pub fn open(path: &Path) -> Result<Self, WriteError> {
         let tmp = temp_path(path);
         let f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
             .map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
-        Ok((f, Self { tmp, path: path.to_path_buf() }))
+        Ok(Self { tmp, path: path.to_path_buf(), file: Some(f) })
+    }
+
+    /// Write all of `bytes` to the file opened by [`open`](Self::open) and flush it to disk.
+    ///
+    /// # Errors
+    /// The write failed (or the file was handed out by `create`).
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        let path = self.path.clone();
+        let io_err = |source| WriteError::Io { path: path.clone(), source };
+        let f = self.file.as_mut().ok_or_else(|| io_err(io::Error::other("the file was handed out")))?;
+        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io_err)
     }
 
     /// Move the finished file into place (replacing an older one).
     ///
     /// # Errors
     /// The rename failed.
-    pub fn commit(self) -> Result<(), WriteError> {
+    pub fn commit(mut self) -> Result<(), WriteError> {
+        drop(self.file.take());
         fs::rename(&self.tmp, &self.path).map_err(|source| WriteError::Io { path: self.path.clone(), source })
     }
 }
