@@ -94,3 +94,20 @@ fn exports_and_bad_paths() {
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn with_gpgsm_puts_gnupg_beside_us() {
+    let name = "with_gpgsm_puts_gnupg_beside_us";
+    let (Some(_), Some(_)) = (crate::common::tool("gpgsm", name), crate::common::tool("strace", name)) else { return };
+    let (_dir, kbx) = tiny();
+    let o = run(["sweep", kbx.to_str().unwrap(), "--sizes", "0,4096B", "--runs", "1", "--warmup", "0", "--with-gpgsm"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(table.contains("gpgsm events"), "{table}");
+    let row: Vec<&str> = table.lines().find(|l| l.trim_start().starts_with("0 ")).unwrap().split_whitespace().collect();
+    let (ours, theirs): (f64, f64) = (row[1].parse().unwrap(), row[row.len() - 2].parse().unwrap());
+    assert!((ours / theirs - 1.0).abs() < 0.05, "kbxscope {ours} vs gpgsm {theirs} file events at 8 KiB");
+    let other: Vec<&str> =
+        table.lines().find(|l| l.trim_start().starts_with("4096B ")).unwrap().split_whitespace().collect();
+    assert_eq!(other[other.len() - 1], "-", "gpgsm cannot express 4096 bytes");
+}

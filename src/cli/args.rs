@@ -124,6 +124,11 @@ pub struct SweepArgs {
     /// Write the results as a Markdown table (- = stdout).
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+    /// Also run `gpgsm -k --with-validation --disable-dirmngr` at each size
+    /// (a copy of the keybox in a temporary GNUPGHOME), count its file events
+    /// with strace and show them beside ours. PATH: the gpgsm to run.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpgsm")]
+    pub with_gpgsm: Option<PathBuf>,
 }
 
 /// A keybox path.

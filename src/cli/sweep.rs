@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::args::{LookupArg, SweepArgs};
+use super::gpgsm::{GpgsmRow, GpgsmRunner};
 use super::keybox;
 use super::progress::Bar;
 use kbxscope::io::output::TempOutput;
@@ -98,22 +99,63 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let sizes = if a.sizes.is_empty() { sweep::default_sizes() } else { a.sizes.clone() };
+    let mut gpgsm = match &a.with_gpgsm {
+        None => None,
+        Some(p) => {
+            let given = (p.as_os_str() != "gpgsm").then_some(p.as_path());
+            let trust = keybox::trustlist_path(&path);
+            let trust = a.trustlist.clone().or_else(|| kbxscope::io::textfile::is_file(&trust).then_some(trust));
+            Some(GpgsmRunner::new(given, &path, trust.as_deref())?)
+        }
+    };
     let bar = Bar::new();
     let results =
         sweep::run(&path, &sizes, &workload, a.runs as usize, a.warmup as usize, &trust, at, &mut |i, k, n| {
             bar.update(&format!("{} KiB: run {}/{}", sizes[i].label, k + 1, n), i, sizes.len())
         })?;
     drop(bar);
-    print!("{}", table(&path, &workload, &results, builtin));
+    let gpgsm_rows: Vec<Option<GpgsmRow>> = match gpgsm.as_mut() {
+        None => Vec::new(),
+        Some(runner) => {
+            let mut rows = Vec::new();
+            for s in &sizes {
+                rows.push(gpgsm_at(runner, s)?);
+            }
+            rows
+        }
+    };
+    print!("{}", table(&path, &workload, &results, builtin, &gpgsm_rows));
     finish_sink(exports.0, export::json(&results))?;
     finish_sink(exports.1, export::csv(&results))?;
     finish_sink(exports.2, export::markdown(&results))?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// gpgsm's row for a size, if this gpgsm can run at it: sizes GnuPG can
+/// express (a number of KiB; 0 = its 8 KiB default), or only 8 KiB for a
+/// gpgsm without `--kbx-buffer-size`.
+fn gpgsm_at(runner: &mut GpgsmRunner, s: &SweepSize) -> Result<Option<GpgsmRow>> {
+    let bytes = s.size.bytes() as u64;
+    if !runner.has_buffer_option {
+        return Ok(if bytes == 8192 { Some(runner.run(None)?) } else { None });
+    }
+    match s.label.parse::<u64>() {
+        Ok(kib) => Ok(Some(runner.run(Some(kib))?)),
+        Err(_) if bytes > 0 && bytes.is_multiple_of(8192) => Ok(Some(runner.run(Some(bytes / 1024))?)),
+        Err(_) => Ok(None),
+    }
+}
+
 /// The terminal table: the seed's columns first; with the built-in keybox,
-/// the seed's own numbers and the ratio beside ours.
-fn table(path: &Path, workload: &Workload, results: &[SizeResult], builtin: bool) -> String {
+/// the seed's own numbers and the ratio beside ours; with `--with-gpgsm`,
+/// gpgsm's events and time.
+fn table(
+    path: &Path,
+    workload: &Workload,
+    results: &[SizeResult],
+    builtin: bool,
+    gpgsm: &[Option<GpgsmRow>],
+) -> String {
     let ms = results.iter().all(|r| r.wall_median() < 1.0);
     let (unit, scale) = if ms { ("ms", 1000.0) } else { ("s", 1.0) };
     let mut s = String::new();
@@ -139,8 +181,11 @@ fn table(path: &Path, workload: &Workload, results: &[SizeResult], builtin: bool
     if builtin {
         header += &format!(" {:>12} {:>7} {:>12}", "seed events", "ratio", "seed time(s)");
     }
+    if !gpgsm.is_empty() {
+        header += &format!(" {:>13} {:>14}", "gpgsm events", "gpgsm time(s)");
+    }
     let _ = writeln!(s, "{header}");
-    for r in results {
+    for (i, r) in results.iter().enumerate() {
         let _ = write!(
             s,
             "{:>7} {:>12} {:>9.3} {:>12} {:>6} {:>6} {:>8.2} {:>8.2} {:>10.2}",
@@ -158,6 +203,15 @@ fn table(path: &Path, workload: &Workload, results: &[SizeResult], builtin: bool
             if let Some((events, time)) = sweep::seed_row(&r.label) {
                 let _ = write!(s, " {:>12} {:>7.3} {:>12.0}", events, r.events.total() as f64 / events as f64, time);
             }
+        }
+        match gpgsm.get(i) {
+            Some(Some(g)) => {
+                let _ = write!(s, " {:>13} {:>14.3}", g.events, g.seconds);
+            }
+            Some(None) => {
+                let _ = write!(s, " {:>13} {:>14}", "-", "-");
+            }
+            None => {}
         }
         s.push('\n');
     }
