@@ -52,12 +52,6 @@ impl BufferSize {
         let bytes = rounded.checked_mul(KIB).filter(|b| *b <= MAX_BUFFER).ok_or(BufferSizeError::TooLarge)?;
         Ok(Self::Bytes(bytes as usize))
     }
-
-    /// The label used in reports and metrics: the size in bytes ("0" when
-    /// unbuffered).
-    pub fn label(self) -> String {
-        self.bytes().to_string()
-    }
 }
 
 impl fmt::Display for BufferSize {

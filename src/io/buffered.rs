@@ -30,18 +30,18 @@ use crate::telemetry::{IoMetrics, PendingCounts};
 /// A trace span for one system call (target `kbx::event`): `op`, the
 /// bytes asked for, the buffer size; `offset` is recorded for seeks.
 /// Disabled (a few nanoseconds) unless a trace at `event` level is on.
-pub fn event_span(op: &'static str, bytes: usize, buffer_size: u64) -> tracing::Span {
+pub fn event_span(op: FileOp, bytes: usize, buffer_size: u64) -> tracing::Span {
     macro_rules! span {
         ($name:literal) => {
-            tracing::info_span!(target: "kbx::event", $name, op = %op, bytes, buffer_size, offset = tracing::field::Empty)
+            tracing::info_span!(target: "kbx::event", $name, op = %$name, bytes, buffer_size, offset = tracing::field::Empty)
         };
     }
     match op {
-        "open" => span!("open"),
-        "read" => span!("read"),
-        "seek" => span!("seek"),
-        "close" => span!("close"),
-        _ => span!("stat"),
+        FileOp::Open => span!("open"),
+        FileOp::Read => span!("read"),
+        FileOp::Seek => span!("seek"),
+        FileOp::Close => span!("close"),
+        FileOp::Stat => span!("stat"),
     }
 }
 
@@ -130,7 +130,7 @@ impl<F: Read + Seek> BufferedReader<F> {
         into: &mut [u8],
     ) -> io::Result<usize> {
         loop {
-            let span = event_span("read", into.len(), stats.buffer_size);
+            let span = event_span(FileOp::Read, into.len(), stats.buffer_size);
             let _in = span.enter();
             let start = Instant::now();
             let r = inner.read(into);
@@ -167,7 +167,7 @@ impl<F: Read + Seek> BufferedReader<F> {
 
     /// One timed `lseek(2)` to an absolute offset.
     fn sys_seek(&mut self, to: u64) -> io::Result<()> {
-        let span = event_span("seek", 0, self.stats.buffer_size);
+        let span = event_span(FileOp::Seek, 0, self.stats.buffer_size);
         span.record("offset", to);
         let _in = span.enter();
         let start = Instant::now();

@@ -91,7 +91,7 @@ pub struct KeyboxFile {
 }
 
 fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics) -> io::Result<File> {
-    let span = super::buffered::event_span("open", 0, stats.buffer_size);
+    let span = super::buffered::event_span(FileOp::Open, 0, stats.buffer_size);
     let _in = span.enter();
     let start = Instant::now();
     let r = OpenOptions::new().read(true).custom_flags(flags).open(path);
@@ -109,7 +109,7 @@ fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics)
 /// counts would have to leave out. So the descriptor is closed by hand.
 fn timed_close(file: File, stats: &mut IoStats, metrics: &IoMetrics) {
     let fd = file.into_raw_fd();
-    let span = super::buffered::event_span("close", 0, stats.buffer_size);
+    let span = super::buffered::event_span(FileOp::Close, 0, stats.buffer_size);
     let _in = span.enter();
     let start = Instant::now();
     // SAFETY: `into_raw_fd` handed us sole ownership of `fd`, which is open
@@ -159,7 +159,7 @@ impl KeyboxFile {
                 return Err(OpenError::Io { path: path.to_path_buf(), source });
             }
         };
-        let span = super::buffered::event_span("stat", 0, stats.buffer_size);
+        let span = super::buffered::event_span(FileOp::Stat, 0, stats.buffer_size);
         let entered = span.enter();
         let start = Instant::now();
         let meta = file.metadata();

@@ -412,11 +412,6 @@ impl IndexSearch {
         self.certs.push(cert);
     }
 
-    /// The certificates, in file order.
-    pub fn certs(&self) -> &[Cert] {
-        &self.certs
-    }
-
     /// The first non-ephemeral, else the first ephemeral, of `idx`.
     fn first(&self, idx: impl Iterator<Item = usize> + Clone) -> Option<Cert> {
         let pick = |eph: bool| idx.clone().map(|i| &self.certs[i]).find(|c| c.ephemeral == eph).cloned();

@@ -133,11 +133,6 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
         self.trailing_deleted
     }
 
-    /// Blobs passed so far, deleted ones included.
-    pub fn blobs_seen(&self) -> u64 {
-        self.index
-    }
-
     /// The next blob, or `None` at the end of the file.
     ///
     /// # Errors

@@ -29,22 +29,10 @@ pub fn run<O: Opener + Clone>(
     let mut handle = opener.open()?;
     match lookup {
         Lookup::Gnupg => {
-            let mut search = GnupgSearch::new(opener.clone());
-            listing_pass(
-                &mut handle,
-                &mut out,
-                |cert, listed| validate_one(&mut validator, &mut search, cert, listed),
-                &mut emit,
-            );
+            validating_pass(&mut handle, &mut out, &mut validator, &mut GnupgSearch::new(opener.clone()), &mut emit)
         }
         Lookup::Scan => {
-            let mut search = ScanSearch::new(opener.clone());
-            listing_pass(
-                &mut handle,
-                &mut out,
-                |cert, listed| validate_one(&mut validator, &mut search, cert, listed),
-                &mut emit,
-            );
+            validating_pass(&mut handle, &mut out, &mut validator, &mut ScanSearch::new(opener.clone()), &mut emit)
         }
         Lookup::Index => {
             let mut index = IndexSearch::default();
@@ -79,6 +67,17 @@ pub fn run<O: Opener + Clone>(
         }
     }
     Ok(out)
+}
+
+/// The listing pass, validating each certificate on the spot with `search`.
+fn validating_pass<F: std::io::Read + std::io::Seek>(
+    reader: &mut crate::io::BufferedReader<F>,
+    out: &mut ListOutcome,
+    validator: &mut Validator<'_>,
+    search: &mut impl IssuerSearch,
+    emit: &mut impl FnMut(Listed),
+) {
+    listing_pass(reader, out, |cert, listed| validate_one(validator, search, cert, listed), emit);
 }
 
 fn validate_one(
