@@ -12,6 +12,8 @@ use crate::common::{io_summary, temp_copy, tool};
 #[derive(Debug, Default)]
 struct Seen {
     ops: BTreeMap<&'static str, u64>,
+    /// Every call on the keybox, in order: (operation, the strace line).
+    sequence: Vec<(&'static str, String)>,
     opens: Vec<String>,
     other: Vec<String>,
 }
@@ -45,7 +47,10 @@ fn parse_trace(trace: &str, keybox: &Path) -> Seen {
         let on_keybox = after_fd.starts_with(&fd_tag) || args.contains(&quoted);
         if on_keybox {
             match classify(syscall) {
-                Some(op) => *seen.ops.entry(op).or_default() += 1,
+                Some(op) => {
+                    *seen.ops.entry(op).or_default() += 1;
+                    seen.sequence.push((op, line.to_string()));
+                }
                 None => seen.other.push(line.to_string()),
             }
             if op_is_open(syscall) {
@@ -71,6 +76,12 @@ fn op_is_open(syscall: &str) -> bool {
 
 /// Run kbxscope under strace; return the trace and the io summary.
 fn traced(strace: &Path, dir: &Path, args: &[String]) -> (String, serde_json::Value) {
+    let (trace, o) = traced_output(strace, dir, args);
+    (trace, io_summary(&o))
+}
+
+/// Run kbxscope under strace; return the trace and what kbxscope printed.
+fn traced_output(strace: &Path, dir: &Path, args: &[String]) -> (String, std::process::Output) {
     let trace_file = dir.join("trace.txt");
     let o = Command::new(strace)
         .args(["-f", "-y", "-qq", "-e", "trace=%file,%desc,lseek", "-o"])
@@ -79,8 +90,7 @@ fn traced(strace: &Path, dir: &Path, args: &[String]) -> (String, serde_json::Va
         .args(args)
         .output()
         .expect("run strace");
-    let summary = io_summary(&o);
-    (std::fs::read_to_string(&trace_file).unwrap(), summary)
+    (std::fs::read_to_string(&trace_file).unwrap(), o)
 }
 
 const SIZES: [&str; 5] = ["unbuffered", "0", "16", "128", "4096B"];
@@ -148,4 +158,68 @@ fn the_keybox_is_only_ever_read() {
     assert_eq!(std::os::unix::fs::MetadataExt::ctime(&meta), ctime);
     // O_NOATIME: not even the access time moves (we own the copy).
     assert_eq!(meta.accessed().unwrap(), atime);
+}
+
+/// The requested length of a traced `read(fd<…>, "…"…, N) = n`.
+fn requested(line: &str) -> Option<u64> {
+    let (call, _) = line.rsplit_once(") = ")?;
+    call.rsplit_once(", ")?.1.trim().parse().ok()
+}
+
+#[test]
+fn a_whole_sweep_counts_what_strace_sees() {
+    let Some(strace) = tool("strace", "a_whole_sweep_counts_what_strace_sees") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("tiny.kbx");
+    let o = crate::common::run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
+    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("sweep.json");
+    let (warmup, runs) = (1u64, 2u64);
+    let sizes = ["unbuffered", "0", "16", "64", "4096B"];
+    let args: Vec<String> = [
+        "sweep",
+        kbx.to_str().unwrap(),
+        "--sizes",
+        &sizes.join(","),
+        "--warmup",
+        &warmup.to_string(),
+        "--runs",
+        &runs.to_string(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (trace, o) = traced_output(&strace, dir.path(), &args);
+    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    let seen = parse_trace(&trace, &kbx);
+    let other: Vec<_> = seen.other.iter().filter(|l| !l.contains("tiny.kbx.trustlist.txt")).collect();
+    assert!(other.is_empty(), "unexpected calls: {other:#?}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), sizes.len());
+    // Sizes run one after the other, each warmup + runs times: cut strace's
+    // sequence into the rows' shares and compare them op by op.
+    let mut rest = seen.sequence.as_slice();
+    for (row, size) in rows.iter().zip(sizes) {
+        let per_run = row["events"]["total"].as_u64().unwrap();
+        let n = (per_run * (warmup + runs)) as usize;
+        assert!(rest.len() >= n, "{size}: strace saw fewer events than the sweep reported");
+        let (mine, later) = rest.split_at(n);
+        rest = later;
+        for op in ["open", "read", "seek", "close", "stat"] {
+            let theirs = mine.iter().filter(|(o, _)| *o == op).count() as u64;
+            let ours = row["events"][op].as_u64().unwrap() * (warmup + runs);
+            assert_eq!(ours, theirs, "size {size}: {op}: sweep {ours}, strace {theirs}");
+        }
+        let buffer = row["buffer_size"].as_u64().unwrap();
+        if buffer > 0 {
+            for (_, line) in mine.iter().filter(|(o, _)| *o == "read") {
+                assert_eq!(requested(line), Some(buffer), "size {size}: {line}");
+            }
+        }
+    }
+    assert!(rest.is_empty(), "strace saw {} events after the last size", rest.len());
 }

@@ -58,6 +58,7 @@ fn exports_and_bad_paths() {
     let (dir, kbx) = tiny();
     let csv = dir.path().join("s.csv");
     let md = dir.path().join("s.md");
+    let svg = dir.path().join("s.svg");
     let o = run([
         "sweep",
         kbx.to_str().unwrap(),
@@ -71,18 +72,26 @@ fn exports_and_bad_paths() {
         csv.to_str().unwrap(),
         "--export-markdown",
         md.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 3);
     assert!(text.lines().nth(1).unwrap().starts_with("0,8192,"));
     assert!(std::fs::read_to_string(&md).unwrap().contains("| 64 | "));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg") && drawn.trim_end().ends_with("</svg>"), "{drawn:.200}");
+    assert!(drawn.contains("tiny.kbx — stats") && drawn.contains("file events"));
+    assert_eq!(drawn.matches("<circle").count(), 4, "2 sizes × 2 panels");
     // a bad export path fails before any run
     let started = std::time::Instant::now();
     let bad = dir.path().join("no/such/dir/s.json");
-    let o = run(["sweep", kbx.to_str().unwrap(), "--runs", "50", "--export-json", bad.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    for flag in ["--export-json", "--plot"] {
+        let o = run(["sweep", kbx.to_str().unwrap(), "--runs", "50", flag, bad.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("cannot write"), "{flag}: {}", stderr(&o));
+    }
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     for (args, want) in [
         (vec!["sweep", "x.kbx", "--sizes", "0,huge"], "--sizes"),

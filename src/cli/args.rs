@@ -124,6 +124,10 @@ pub struct SweepArgs {
     /// Write the results as a Markdown table (- = stdout).
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+    /// Draw file events and time against buffer size (log scale) as an SVG
+    /// (- = stdout).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Also run `gpgsm -k --with-validation --disable-dirmngr` at each size
     /// (a copy of the keybox in a temporary GNUPGHOME), count its file events
     /// with strace and show them beside ours. PATH: the gpgsm to run.

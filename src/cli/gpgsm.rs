@@ -16,15 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use kbxscope::io::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
-
-/// gpgsm's numbers for one size.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GpgsmRow {
-    /// File events strace counted on the keybox.
-    pub events: u64,
-    /// Wall time of the run without strace, seconds.
-    pub seconds: f64,
-}
+use kbxscope::sweep::GpgsmRow;
 
 /// A temporary GnuPG home for gpgsm runs.
 pub struct GpgsmRunner {
@@ -128,7 +120,7 @@ impl GpgsmRunner {
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let events =
             kbxscope::io::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?;
-        Ok(GpgsmRow { events, seconds })
+        Ok(GpgsmRow { events, time_s: seconds })
     }
 }
 

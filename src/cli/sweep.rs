@@ -8,12 +8,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::args::{LookupArg, SweepArgs};
-use super::gpgsm::{GpgsmRow, GpgsmRunner};
+use super::gpgsm::GpgsmRunner;
 use super::keybox;
 use super::progress::Bar;
 use kbxscope::io::output::TempOutput;
 use kbxscope::io::IoTally;
-use kbxscope::sweep::{self, export, median, SizeResult, SweepSize, Workload};
+use kbxscope::sweep::{self, export, median, plot, GpgsmRow, SizeResult, SweepSize, Workload};
 use kbxscope::validate::Lookup;
 
 /// An export destination, opened before the runs (a bad path fails fast).
@@ -76,6 +76,7 @@ pub fn parse_size(s: &str) -> Result<SweepSize, String> {
 /// Run the sweep and print the table.
 pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let exports = (open_sink(&a.export_json)?, open_sink(&a.export_csv)?, open_sink(&a.export_markdown)?);
+    let plot_sink = open_sink(&a.plot)?;
     let probe = IoTally::new(kbxscope::io::BufferSize::default());
     let path = keybox::resolve(a.file.as_deref(), &probe)?;
     let builtin = a.file.is_none();
@@ -114,20 +115,23 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
             bar.update(&format!("{} KiB: run {}/{}", sizes[i].label, k + 1, n), i, sizes.len())
         })?;
     drop(bar);
-    let gpgsm_rows: Vec<Option<GpgsmRow>> = match gpgsm.as_mut() {
-        None => Vec::new(),
-        Some(runner) => {
-            let mut rows = Vec::new();
-            for s in &sizes {
-                rows.push(gpgsm_at(runner, s)?);
-            }
-            rows
+    let mut results = results;
+    for (r, s) in results.iter_mut().zip(&sizes) {
+        if builtin {
+            r.seed = sweep::seed_row(&r.label);
         }
-    };
-    print!("{}", table(&path, &workload, &results, builtin, &gpgsm_rows));
+        if let Some(runner) = gpgsm.as_mut() {
+            r.gpgsm = gpgsm_at(runner, s)?;
+        }
+    }
+    print!("{}", table(&path, &workload, &results, gpgsm.is_some()));
     finish_sink(exports.0, export::json(&results))?;
     finish_sink(exports.1, export::csv(&results))?;
     finish_sink(exports.2, export::markdown(&results))?;
+    if let Some(sink) = plot_sink {
+        let title = format!("{} — {}", file_name(&path), workload.name());
+        finish_sink(Some(sink), plot::svg(&results, &title).map_err(|e| anyhow::anyhow!("--plot: {e}"))?)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -146,18 +150,18 @@ fn gpgsm_at(runner: &mut GpgsmRunner, s: &SweepSize) -> Result<Option<GpgsmRow>>
     }
 }
 
+/// The file name of a path, for titles.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 /// The terminal table: the seed's columns first; with the built-in keybox,
 /// the seed's own numbers and the ratio beside ours; with `--with-gpgsm`,
 /// gpgsm's events and time.
-fn table(
-    path: &Path,
-    workload: &Workload,
-    results: &[SizeResult],
-    builtin: bool,
-    gpgsm: &[Option<GpgsmRow>],
-) -> String {
+fn table(path: &Path, workload: &Workload, results: &[SizeResult], with_gpgsm: bool) -> String {
     let ms = results.iter().all(|r| r.wall_median() < 1.0);
     let (unit, scale) = if ms { ("ms", 1000.0) } else { ("s", 1.0) };
+    let seed = results.iter().any(|r| r.seed.is_some());
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -178,14 +182,14 @@ fn table(
         "sys(s)",
         "read(µs)"
     );
-    if builtin {
+    if seed {
         header += &format!(" {:>12} {:>7} {:>12}", "seed events", "ratio", "seed time(s)");
     }
-    if !gpgsm.is_empty() {
+    if with_gpgsm {
         header += &format!(" {:>13} {:>14}", "gpgsm events", "gpgsm time(s)");
     }
     let _ = writeln!(s, "{header}");
-    for (i, r) in results.iter().enumerate() {
+    for r in results {
         let _ = write!(
             s,
             "{:>7} {:>12} {:>9.3} {:>12} {:>6} {:>6} {:>8.2} {:>8.2} {:>10.2}",
@@ -199,19 +203,24 @@ fn table(
             median(&r.sys_s),
             r.mean_read_ns / 1000.0
         );
-        if builtin {
-            if let Some((events, time)) = sweep::seed_row(&r.label) {
-                let _ = write!(s, " {:>12} {:>7.3} {:>12.0}", events, r.events.total() as f64 / events as f64, time);
+        match r.seed {
+            Some(row) => {
+                let ratio = r.events.total() as f64 / row.events as f64;
+                let _ = write!(s, " {:>12} {:>7.3} {:>12.0}", row.events, ratio, row.time_s);
             }
-        }
-        match gpgsm.get(i) {
-            Some(Some(g)) => {
-                let _ = write!(s, " {:>13} {:>14.3}", g.events, g.seconds);
-            }
-            Some(None) => {
-                let _ = write!(s, " {:>13} {:>14}", "-", "-");
+            None if seed => {
+                let _ = write!(s, " {:>12} {:>7} {:>12}", "-", "-", "-");
             }
             None => {}
+        }
+        match (with_gpgsm, r.gpgsm) {
+            (true, Some(GpgsmRow { events, time_s })) => {
+                let _ = write!(s, " {:>13} {:>14.3}", events, time_s);
+            }
+            (true, None) => {
+                let _ = write!(s, " {:>13} {:>14}", "-", "-");
+            }
+            (false, _) => {}
         }
         s.push('\n');
     }

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod export;
+pub mod plot;
 
 use std::path::Path;
 use std::time::Instant;
@@ -73,6 +74,29 @@ pub struct SizeResult {
     pub sys_s: Vec<f64>,
     /// Mean time per `read(2)`, nanoseconds (over the timed runs).
     pub mean_read_ns: f64,
+    /// The seed's own row, when the sweep ran on the built-in keybox at one
+    /// of the seed's sizes.
+    pub seed: Option<SeedRow>,
+    /// gpgsm's numbers at this size (`sweep --with-gpgsm`), if it ran at it.
+    pub gpgsm: Option<GpgsmRow>,
+}
+
+/// One row of the seed's procmon table.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SeedRow {
+    /// File events procmon counted.
+    pub events: u64,
+    /// Wall time, seconds.
+    pub time_s: f64,
+}
+
+/// gpgsm's numbers for one size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GpgsmRow {
+    /// File events strace counted on the keybox.
+    pub events: u64,
+    /// Wall time of the run without strace, seconds.
+    pub time_s: f64,
 }
 
 /// Median of a non-empty slice (mean of the middle two for even lengths).
@@ -182,6 +206,8 @@ pub fn run(
             user_s: Vec::new(),
             sys_s: Vec::new(),
             mean_read_ns: 0.0,
+            seed: None,
+            gpgsm: None,
         };
         let (mut read_ns, mut reads) = (0u64, 0u64);
         for k in 0..runs.max(1) {
@@ -231,6 +257,9 @@ pub fn default_sizes() -> Vec<SweepSize> {
 }
 
 /// The seed's row for a size label, if it is one of the seed's.
-pub fn seed_row(label: &str) -> Option<(u64, f64)> {
-    SEED_TABLE.iter().find(|(k, _, _)| k.to_string() == label).map(|(_, e, t)| (*e, *t))
+pub fn seed_row(label: &str) -> Option<SeedRow> {
+    SEED_TABLE
+        .iter()
+        .find(|(k, _, _)| k.to_string() == label)
+        .map(|(_, events, time_s)| SeedRow { events: *events, time_s: *time_s })
 }
