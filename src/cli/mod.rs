@@ -63,6 +63,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         t.finish()?;
     }
     telemetry.finish()?;
+    for change in tally.changes() {
+        eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
+    }
     if let Some(format) = cli.io_summary {
         let stats = tally.snapshot();
         let text = match format {

@@ -224,5 +224,10 @@ fn table(path: &Path, workload: &Workload, results: &[SizeResult], with_gpgsm: b
         }
         s.push('\n');
     }
+    for r in results {
+        for change in &r.keybox_changed {
+            let _ = writeln!(s, "note: at size {}, the keybox {change}; this row measured a changed file", r.label);
+        }
+    }
     s
 }

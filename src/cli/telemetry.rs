@@ -74,6 +74,7 @@ impl Telemetry {
                 handle
             }
         };
+        telemetry::sink::start()?;
         telemetry::describe();
         telemetry::build_info();
         Ok(Self { handle: Some(handle), options })
@@ -85,6 +86,7 @@ impl Telemetry {
     /// The exposition file cannot be written.
     pub fn finish(self) -> Result<()> {
         let Some(handle) = self.handle else { return Ok(()) };
+        telemetry::sink::drain();
         handle.run_upkeep();
         if let (Some(addr), Some(linger)) = (self.options.listen, self.options.linger) {
             eprintln!("kbxscope: serving metrics on http://{addr}/metrics for {:.0?} more (Ctrl-C ends it)", linger);

@@ -59,6 +59,9 @@ pub struct BufferedReader<F> {
     stats: IoStats,
     metrics: Option<IoMetrics>,
     pending: PendingCounts,
+    /// The file's size when it was opened: bytes beyond it (appended while
+    /// reading) are not handed out, so one handle sees one consistent file.
+    limit: u64,
 }
 
 impl<F: Read + Seek> BufferedReader<F> {
@@ -76,7 +79,19 @@ impl<F: Read + Seek> BufferedReader<F> {
             stats: IoStats::new(size.bytes() as u64),
             metrics: None,
             pending: PendingCounts::default(),
+            limit: u64::MAX,
         }
+    }
+
+    /// Treat `len` as the end of the file: what `read(2)` returns beyond it
+    /// (a writer appending meanwhile) is counted in
+    /// [`IoStats::beyond_end`] and not handed out. The system calls stay
+    /// the same: the read that would have found the end of the file is the
+    /// one that finds the appended bytes.
+    #[must_use]
+    pub fn with_limit(mut self, len: u64) -> Self {
+        self.limit = len;
+        self
     }
 
     /// Also report every event to these metric handles.
@@ -121,13 +136,17 @@ impl<F: Read + Seek> BufferedReader<F> {
         (self.inner, self.stats)
     }
 
-    /// One timed `read(2)` into `into` (retried, and counted again, if interrupted).
+    /// One timed `read(2)` into `into` at file offset `at` (retried, and
+    /// counted again, if interrupted); what lies beyond `limit` is cut off.
+    #[allow(clippy::too_many_arguments)]
     fn sys_read(
         inner: &mut F,
         stats: &mut IoStats,
         metrics: Option<&IoMetrics>,
         pending: &mut PendingCounts,
         into: &mut [u8],
+        at: u64,
+        limit: u64,
     ) -> io::Result<usize> {
         loop {
             let span = event_span(FileOp::Read, into.len(), stats.buffer_size);
@@ -145,6 +164,11 @@ impl<F: Read + Seek> BufferedReader<F> {
                     if let Some(m) = metrics {
                         m.read_result(n, pending);
                     }
+                    let allowed = usize::try_from(limit.saturating_sub(at)).unwrap_or(usize::MAX);
+                    if n > allowed {
+                        stats.beyond_end += (n - allowed) as u64;
+                        return Ok(allowed);
+                    }
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -159,8 +183,15 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.buf_start += self.filled as u64;
         self.pos = 0;
         self.filled = 0;
-        let n =
-            Self::sys_read(&mut self.inner, &mut self.stats, self.metrics.as_ref(), &mut self.pending, &mut self.buf)?;
+        let n = Self::sys_read(
+            &mut self.inner,
+            &mut self.stats,
+            self.metrics.as_ref(),
+            &mut self.pending,
+            &mut self.buf,
+            self.buf_start,
+            self.limit,
+        )?;
         self.filled = n;
         Ok(n > 0)
     }
@@ -197,6 +228,8 @@ impl<F: Read + Seek> BufferedReader<F> {
                     self.metrics.as_ref(),
                     &mut self.pending,
                     &mut out[done..],
+                    self.buf_start,
+                    self.limit,
                 )?;
                 if n == 0 {
                     break;
@@ -240,6 +273,8 @@ impl<F: Read + Seek> BufferedReader<F> {
                     self.metrics.as_ref(),
                     &mut self.pending,
                     &mut scratch[..want],
+                    self.buf_start,
+                    self.limit,
                 )?;
                 if got == 0 {
                     break;

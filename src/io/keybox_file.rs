@@ -34,6 +34,61 @@ pub struct IoTally {
     buffer_size: BufferSize,
     total: Rc<RefCell<IoStats>>,
     metrics: IoMetrics,
+    watch: Rc<RefCell<Watch>>,
+}
+
+/// What identifies the file a handle opened: device, inode, size and
+/// modification time, from the `fstat` every open makes anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    /// Device.
+    pub dev: u64,
+    /// Inode: a new file renamed into place has another one.
+    pub ino: u64,
+    /// Size in bytes.
+    pub len: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl FileIdentity {
+    fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        }
+    }
+}
+
+/// The file the first handle saw, and every change later handles found.
+#[derive(Debug, Default)]
+struct Watch {
+    first: Option<FileIdentity>,
+    seen: Vec<FileIdentity>,
+    changes: Vec<String>,
+}
+
+impl Watch {
+    fn observe(&mut self, id: FileIdentity) {
+        let Some(first) = self.first else {
+            self.first = Some(id);
+            return;
+        };
+        if id == first || self.seen.contains(&id) {
+            return;
+        }
+        self.seen.push(id);
+        self.changes.push(if (id.dev, id.ino) != (first.dev, first.ino) {
+            format!("was replaced by another file (renamed into place): {} → {} bytes", first.len, id.len)
+        } else if id.len != first.len {
+            format!("changed size: {} → {} bytes", first.len, id.len)
+        } else {
+            "was modified in place (same size, new modification time)".to_string()
+        });
+    }
 }
 
 impl IoTally {
@@ -44,7 +99,27 @@ impl IoTally {
             buffer_size,
             total: Rc::new(RefCell::new(IoStats::new(buffer_size.bytes() as u64))),
             metrics: IoMetrics::register(buffer_size.bytes() as u64),
+            watch: Rc::default(),
         }
+    }
+
+    /// A zeroed tally for another buffer size that compares the files its
+    /// handles open with the same first file as this one (a sweep's sizes).
+    pub fn sibling(&self, buffer_size: BufferSize) -> Self {
+        Self { watch: self.watch.clone(), ..Self::new(buffer_size) }
+    }
+
+    /// How the keybox changed while it was read, one sentence each: another
+    /// file renamed into place, a new size or modification time seen by a
+    /// later open, bytes appended while a handle was reading. Empty when
+    /// every handle saw the same file.
+    pub fn changes(&self) -> Vec<String> {
+        let mut out = self.watch.borrow().changes.clone();
+        let beyond = self.total.borrow().beyond_end;
+        if beyond > 0 {
+            out.push(format!("grew while being read: {beyond} byte(s) past its size at open were not used"));
+        }
+        out
     }
 
     /// The buffer size of the handles this tally opens.
@@ -167,17 +242,22 @@ impl KeyboxFile {
         stats.record(FileOp::Stat, took);
         m.event(FileOp::Stat, took);
         drop(entered);
-        let problem = match meta {
-            Ok(m) if m.file_type().is_file() => None,
-            Ok(m) => Some(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(m.file_type()) }),
-            Err(source) => Some(OpenError::Io { path: path.to_path_buf(), source }),
+        let identity = match meta {
+            Ok(meta) if meta.file_type().is_file() => Ok(FileIdentity::of(&meta)),
+            Ok(meta) => Err(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(meta.file_type()) }),
+            Err(source) => Err(OpenError::Io { path: path.to_path_buf(), source }),
         };
-        if let Some(err) = problem {
-            timed_close(file, &mut stats, m);
-            tally.add(&stats);
-            return Err(err);
-        }
-        let mut reader = BufferedReader::new(file, tally.buffer_size).with_metrics(tally.metrics.clone());
+        let identity = match identity {
+            Ok(id) => id,
+            Err(err) => {
+                timed_close(file, &mut stats, m);
+                tally.add(&stats);
+                return Err(err);
+            }
+        };
+        tally.watch.borrow_mut().observe(identity);
+        let mut reader =
+            BufferedReader::new(file, tally.buffer_size).with_metrics(tally.metrics.clone()).with_limit(identity.len);
         reader.stats_mut().merge(&stats);
         Ok(Self { reader: Some(reader), tally: tally.clone() })
     }
@@ -209,5 +289,76 @@ impl Drop for KeyboxFile {
             timed_close(file, &mut stats, &self.tally.metrics);
             self.tally.add(&stats);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(f: &mut KeyboxFile) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 100];
+        loop {
+            let n = f.read(&mut chunk).unwrap();
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// A writer appending while a handle reads: the handle sees the file as
+    /// it was at open, with the same system calls, and the tally says so.
+    #[test]
+    fn appended_bytes_are_not_handed_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.kbx");
+        std::fs::write(&path, vec![7u8; 1000]).unwrap();
+        let tally = IoTally::new(BufferSize::Bytes(256));
+        let mut f = KeyboxFile::open(&path, &tally).unwrap();
+        let mut first = [0u8; 10];
+        assert_eq!(f.read(&mut first).unwrap(), 10);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut w, &[9u8; 300]).unwrap();
+        let rest = read_all(&mut f);
+        assert_eq!(rest.len(), 990);
+        assert!(rest.iter().all(|b| *b == 7));
+        drop(f);
+        // The same pattern on a file nobody touches.
+        let calm = dir.path().join("calm.kbx");
+        std::fs::write(&calm, vec![7u8; 1000]).unwrap();
+        let calm_tally = IoTally::new(BufferSize::Bytes(256));
+        let mut c = KeyboxFile::open(&calm, &calm_tally).unwrap();
+        assert_eq!(c.read(&mut first).unwrap(), 10);
+        assert_eq!(read_all(&mut c), rest);
+        drop(c);
+        let s = tally.snapshot();
+        assert_eq!(s.events, calm_tally.snapshot().events, "the same calls as on the unchanged file");
+        assert_eq!(s.beyond_end, 300);
+        assert_eq!(tally.changes(), ["grew while being read: 300 byte(s) past its size at open were not used"]);
+    }
+
+    /// Later opens that find another file (renamed into place) or a new
+    /// size are reported once each; a sibling tally shares the first file.
+    #[test]
+    fn replaced_and_resized_files_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.kbx");
+        std::fs::write(&path, vec![1u8; 100]).unwrap();
+        let tally = IoTally::new(BufferSize::Bytes(64));
+        drop(KeyboxFile::open(&path, &tally).unwrap());
+        drop(KeyboxFile::open(&path, &tally).unwrap());
+        assert!(tally.changes().is_empty());
+        let next = dir.path().join("k.kbx.tmp");
+        std::fs::write(&next, vec![2u8; 120]).unwrap();
+        std::fs::rename(&next, &path).unwrap();
+        let other = tally.sibling(BufferSize::Bytes(128));
+        let mut f = KeyboxFile::open(&path, &other).unwrap();
+        assert_eq!(read_all(&mut f).len(), 120);
+        drop(f);
+        drop(KeyboxFile::open(&path, &other).unwrap());
+        assert_eq!(tally.changes(), ["was replaced by another file (renamed into place): 100 → 120 bytes"]);
+        assert_eq!(other.changes(), tally.changes());
     }
 }

@@ -118,6 +118,14 @@ pub struct IoStats {
     pub logical_reads: u64,
     /// Nanoseconds spent in the system calls, by operation (monotonic clock).
     pub time_ns: PerOp,
+    /// Bytes `read(2)` returned beyond the file's size at open (the file
+    /// grew while it was read); they were not used.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub beyond_end: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl IoStats {
@@ -139,6 +147,7 @@ impl IoStats {
         self.time_ns.merge(&other.time_ns);
         self.bytes_read += other.bytes_read;
         self.logical_reads += other.logical_reads;
+        self.beyond_end += other.beyond_end;
     }
 }
 

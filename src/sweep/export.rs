@@ -30,6 +30,7 @@ pub fn json(results: &[SizeResult]) -> Vec<u8> {
                 "mean_read_ns": r.mean_read_ns,
                 "seed": r.seed,
                 "gpgsm": r.gpgsm,
+                "keybox_changed": r.keybox_changed,
             })
         })
         .collect();
@@ -151,6 +152,7 @@ mod tests {
                 mean_read_ns: 1234.5,
                 seed: Some(SeedRow { events: 1000, time_s: 86.0 }),
                 gpgsm: Some(GpgsmRow { events: 1012, time_s: 2.25 }),
+                keybox_changed: Vec::new(),
             },
             SizeResult {
                 label: "64".into(),
@@ -164,6 +166,7 @@ mod tests {
                 mean_read_ns: 5000.0,
                 seed: None,
                 gpgsm: None,
+                keybox_changed: Vec::new(),
             },
         ]
     }

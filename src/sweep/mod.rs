@@ -79,6 +79,10 @@ pub struct SizeResult {
     pub seed: Option<SeedRow>,
     /// gpgsm's numbers at this size (`sweep --with-gpgsm`), if it ran at it.
     pub gpgsm: Option<GpgsmRow>,
+    /// How the keybox changed under this size's runs (another file renamed
+    /// into place, appended to, …); empty when it did not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keybox_changed: Vec<String>,
 }
 
 /// One row of the seed's procmon table.
@@ -190,8 +194,11 @@ pub fn run(
     progress: &mut dyn FnMut(usize, usize, usize),
 ) -> Result<Vec<SizeResult>, SweepError> {
     let mut out = Vec::with_capacity(sizes.len());
+    // Every size's handles compare the file they open with the first one.
+    let first = IoTally::new(sizes.first().map_or_else(BufferSize::default, |s| s.size));
+    let mut changes_before = 0;
     for (i, s) in sizes.iter().enumerate() {
-        let tally = IoTally::new(s.size);
+        let tally = first.sibling(s.size);
         for w in 0..warmup {
             progress(i, w, warmup + runs);
             run_once(path, workload, trust, at, &tally)?;
@@ -208,6 +215,7 @@ pub fn run(
             mean_read_ns: 0.0,
             seed: None,
             gpgsm: None,
+            keybox_changed: Vec::new(),
         };
         let (mut read_ns, mut reads) = (0u64, 0u64);
         for k in 0..runs.max(1) {
@@ -229,6 +237,12 @@ pub fn run(
             r.sys_s.push(s1.saturating_sub(s0).as_secs_f64());
         }
         r.mean_read_ns = if reads > 0 { read_ns as f64 / reads as f64 } else { 0.0 };
+        // The shared part of the changes (files seen at open) is common to
+        // all sizes: keep only what is new; appends are per tally.
+        let changes = tally.changes();
+        let shared = first.changes().len();
+        r.keybox_changed = changes[changes_before.min(shared)..].to_vec();
+        changes_before = shared;
         out.push(r);
     }
     Ok(out)

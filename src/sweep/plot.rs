@@ -14,19 +14,21 @@ use super::{median, SizeResult};
 /// Canvas size in pixels.
 const SIZE: (u32, u32) = (1100, 460);
 
-/// One line of a panel: a name, a colour and its points (KiB, value).
+/// One line of a panel: a name, a colour, dashed or not, and its points
+/// (KiB, value).
 struct Series {
     name: &'static str,
     color: RGBColor,
+    dashed: bool,
     points: Vec<(f64, f64)>,
 }
 
 /// The lines of one panel, picked from the results by `value`.
 fn series(results: &[SizeResult], value: impl Fn(&SizeResult) -> [Option<f64>; 3]) -> Vec<Series> {
     let mut out = [
-        Series { name: "kbxscope", color: RGBColor(31, 119, 180), points: Vec::new() },
-        Series { name: "seed (procmon)", color: RGBColor(90, 90, 90), points: Vec::new() },
-        Series { name: "gpgsm (strace)", color: RGBColor(214, 39, 40), points: Vec::new() },
+        Series { name: "kbxscope", color: RGBColor(31, 119, 180), dashed: false, points: Vec::new() },
+        Series { name: "seed (procmon)", color: RGBColor(90, 90, 90), dashed: true, points: Vec::new() },
+        Series { name: "gpgsm (strace)", color: RGBColor(214, 39, 40), dashed: false, points: Vec::new() },
     ];
     for r in results.iter().filter(|r| r.buffer_size > 0) {
         let kib = r.buffer_size as f64 / 1024.0;
@@ -39,6 +41,8 @@ fn series(results: &[SizeResult], value: impl Fn(&SizeResult) -> [Option<f64>; 3
     for s in &mut out {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
+    // kbxscope last, so it is drawn on top where the lines meet.
+    out.rotate_left(1);
     out.into_iter().filter(|s| !s.points.is_empty()).collect()
 }
 
@@ -69,11 +73,13 @@ fn panel<DB: DrawingBackend>(
     mesh(&mut chart, y_desc).map_err(err)?;
     for s in lines {
         let color = s.color;
-        chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(s.name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        let style = color.stroke_width(2);
+        let drawn = if s.dashed {
+            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style)).map_err(err)?
+        } else {
+            chart.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(err)?
+        };
+        drawn.label(s.name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
         chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 4, color.filled()))).map_err(err)?;
     }
     chart
@@ -99,6 +105,9 @@ where
         .configure_mesh()
         .x_desc("buffer size (KiB, log scale)")
         .y_desc(y_desc)
+        .x_labels(8)
+        .y_labels(8)
+        .light_line_style(RGBColor(235, 235, 235))
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| number(*v))
         .draw()
@@ -165,6 +174,7 @@ mod tests {
             mean_read_ns: 0.0,
             seed: None,
             gpgsm,
+            keybox_changed: Vec::new(),
         }
     }
 

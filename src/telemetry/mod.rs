@@ -18,6 +18,8 @@ use metrics::{counter, describe_counter, describe_gauge, describe_histogram, his
 use crate::io::FileOp;
 use crate::kbx::BlobType;
 
+pub mod sink;
+
 /// System calls on keybox files, by `op` and `buffer_size`.
 pub const FILE_EVENTS: &str = "kbx_file_events_total";
 /// Time spent in those calls (histogram), by `op` and `buffer_size`.
@@ -71,15 +73,60 @@ pub fn describe() {
     describe_gauge!(BUILD_INFO, Unit::Count, "Always 1; the version label says which kbxscope this is.");
 }
 
-/// Pending counter increments flush after this many system calls (and when
-/// the handle closes), so a scraper sees a long scan progress.
+/// Pending counts and histogram samples flush after this many system calls
+/// (and when the handle closes), so a scraper sees a long scan progress.
 pub const FLUSH_EVERY: u32 = 1024;
 
-/// Counts a handle has not yet added to the shared counters: plain
-/// integers, so the hot path touches no shared cache line for them.
+/// Slots of a [`LocalHistogram`]: one per bucket bound plus `+Inf`.
+const SLOTS: usize = DURATION_BUCKETS.len() + 1;
+
+/// A histogram a handle fills privately between flushes: per bucket, how
+/// many samples fell in it and their sum. Flushing hands each non-empty
+/// bucket to the recorder as `record_many(mean, count)`: the mean of
+/// samples in `(lower, upper]` lies in that bucket, so the exported
+/// bucket counts, `_count` and `_sum` are exactly what one `record` per
+/// sample would have given.
+#[derive(Debug, Clone)]
+pub struct LocalHistogram {
+    counts: [u64; SLOTS],
+    sums: [f64; SLOTS],
+}
+
+impl Default for LocalHistogram {
+    fn default() -> Self {
+        Self { counts: [0; SLOTS], sums: [0.0; SLOTS] }
+    }
+}
+
+impl LocalHistogram {
+    /// Add one sample, bucketed by `bounds` as Prometheus does (`value <= le`).
+    #[inline]
+    pub fn record(&mut self, bounds: &[f64], value: f64) {
+        let i = bounds.partition_point(|b| *b < value);
+        self.counts[i] += 1;
+        self.sums[i] += value;
+    }
+
+    /// Take the non-empty buckets as `(mean, count)` and empty the histogram.
+    pub fn take(&mut self) -> Vec<(f64, u64)> {
+        let mut out = Vec::new();
+        for (c, s) in self.counts.iter_mut().zip(self.sums.iter_mut()) {
+            if *c > 0 {
+                out.push((*s / *c as f64, std::mem::take(c)));
+                *s = 0.0;
+            }
+        }
+        out
+    }
+}
+
+/// Counts and samples a handle has not yet handed to the recorder: plain
+/// numbers, so the hot path touches no shared cache line.
 #[derive(Debug, Clone, Default)]
 pub struct PendingCounts {
     events: [u64; 5],
+    durations: [LocalHistogram; 5],
+    read_sizes: LocalHistogram,
     bytes: u64,
     /// Logical reads not yet added.
     pub logical_reads: u64,
@@ -141,27 +188,27 @@ impl IoMetrics {
         self.durations[i].record(took.as_secs_f64());
     }
 
-    /// One system call's duration; its count goes to `pending` and reaches
-    /// the counter at the next [`flush`](Self::flush).
+    /// One system call and its duration, kept in `pending` until the next
+    /// [`flush`](Self::flush).
     #[inline]
     pub fn timed(&self, op: FileOp, took: Duration, pending: &mut PendingCounts) {
         let i = op_index(op);
         pending.events[i] += 1;
+        pending.durations[i].record(&DURATION_BUCKETS, took.as_secs_f64());
         pending.unflushed += 1;
-        self.durations[i].record(took.as_secs_f64());
         if pending.unflushed >= FLUSH_EVERY {
             self.flush(pending);
         }
     }
 
-    /// What one `read(2)` returned (the byte count goes to `pending`).
+    /// What one `read(2)` returned, kept in `pending`.
     #[inline]
     pub fn read_result(&self, bytes: usize, pending: &mut PendingCounts) {
         pending.bytes += bytes as u64;
-        self.read_sizes.record(bytes as f64);
+        pending.read_sizes.record(&SIZE_BUCKETS, bytes as f64);
     }
 
-    /// Add the pending counts to the counters and zero them.
+    /// Hand the pending counts and samples to the recorder and zero them.
     pub fn flush(&self, pending: &mut PendingCounts) {
         for (i, n) in pending.events.iter_mut().enumerate() {
             if *n > 0 {
@@ -171,6 +218,10 @@ impl IoMetrics {
         }
         self.read_bytes.increment(std::mem::take(&mut pending.bytes));
         self.logical_reads.increment(std::mem::take(&mut pending.logical_reads));
+        for (h, local) in self.durations.iter().zip(pending.durations.iter_mut()) {
+            sink::record(h, local.take());
+        }
+        sink::record(&self.read_sizes, pending.read_sizes.take());
         pending.unflushed = 0;
     }
 
@@ -217,11 +268,37 @@ mod tests {
 
     use crate::io::{BufferSize, IoTally, KeyboxFile};
 
+    /// Bucketing locally and recording `(mean, count)` per bucket gives the
+    /// exporter's histogram exactly what one sample per event would.
+    #[test]
+    fn local_buckets_export_exactly() {
+        let samples: Vec<f64> = (0..5000).map(|i| 1e-7 * 1.0037f64.powi(i)).collect();
+        let mut local = super::LocalHistogram::default();
+        let mut direct = metrics_util::storage::Histogram::new(&super::DURATION_BUCKETS).unwrap();
+        for v in &samples {
+            local.record(&super::DURATION_BUCKETS, *v);
+            direct.record(*v);
+        }
+        // exactly on a bound: Prometheus's `le` includes it
+        local.record(&super::DURATION_BUCKETS, 1e-3);
+        direct.record(1e-3);
+        let mut via_local = metrics_util::storage::Histogram::new(&super::DURATION_BUCKETS).unwrap();
+        for (mean, count) in local.take() {
+            for _ in 0..count {
+                via_local.record(mean);
+            }
+        }
+        assert_eq!(via_local.buckets(), direct.buckets());
+        assert_eq!(via_local.count(), 5001);
+        assert!((via_local.sum() - direct.sum()).abs() < 1e-9 * direct.sum());
+        assert!(local.take().is_empty(), "take empties it");
+    }
+
     /// Exact counter values for a known file and buffer, with a local recorder.
     #[test]
     fn counts_every_event_exactly() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gnupg-mixed.kbx");
-        let size = include_bytes!("../tests/fixtures/gnupg-mixed.kbx").len() as u64;
+        let size = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx").len() as u64;
         let rec = DebuggingRecorder::new();
         let snap = rec.snapshotter();
         metrics::with_local_recorder(&rec, || {
