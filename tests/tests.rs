@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod common;
+mod corruption;
 mod dashboard;
 mod fixtures_cli;
 mod gen;

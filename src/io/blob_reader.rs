@@ -119,6 +119,12 @@ pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>)
         return Err(ReadBlobError::LengthTooShort { offset, length });
     }
     let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
+    let skipped = ty == BlobType::Empty || length > IMAGELEN_LIMIT;
+    // A blob that is skipped, not read, must still end inside the file:
+    // GnuPG would seek past the end and call it the end of the keybox.
+    if skipped && offset.saturating_add(u64::from(length)) > r.limit() {
+        return Err(ReadBlobError::Truncated { offset, length, got: r.limit() - offset });
+    }
     if ty == BlobType::Empty {
         r.skip(rest).map_err(io)?;
         return Ok(Next::Deleted { offset, length });

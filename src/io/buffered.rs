@@ -106,6 +106,12 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.metrics.as_ref()
     }
 
+    /// The end of the file as this handle sees it: its size at open
+    /// ([`with_limit`](Self::with_limit)), or `u64::MAX` when unknown.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// The logical position: the offset of the next byte [`read`](Self::read) returns.
     pub fn position(&self) -> u64 {
         self.buf_start + self.pos as u64

@@ -73,6 +73,7 @@ impl Opener for MemoryOpener {
     type Handle = Box<BufferedReader<Cursor<SharedBytes>>>;
 
     fn open(&self) -> Result<Self::Handle, OpenError> {
-        Ok(Box::new(BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size)))
+        let len = self.bytes.0.len() as u64;
+        Ok(Box::new(BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size).with_limit(len)))
     }
 }
