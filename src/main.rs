@@ -12,6 +12,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::args::Cli::parse();
+    if let Err(usage) = args.check() {
+        usage.exit();
+    }
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {

@@ -178,29 +178,82 @@ fn permission_denied() {
     }
 }
 
+/// Bad values for every option: exit 2, a message naming the option and
+/// saying what it accepts.
 #[test]
 fn usage_errors_exit_2() {
-    for (args, want) in [
-        (vec!["stats", "-"], "'-' is not a keybox"),
-        (vec!["stats", "x.kbx", "--kbx-buffer-size=-1"], "--kbx-buffer-size"),
-        (vec!["stats", "x.kbx", "--kbx-buffer-size", "abc"], "expected a number of KiB"),
-        (vec!["stats", "x.kbx", "--kbx-buffer-size", "0B"], "at least 1 byte"),
-        (vec!["stats", "x.kbx", "--kbx-buffer-size", "2G"], "the largest buffer is 1 GiB"),
-        (vec!["stats", "x.kbx", "--kbx-buffer-size", "1048577"], "the largest buffer is 1 GiB"),
-        (vec!["stats", "x.kbx", "--io-summary=xml"], "--io-summary"),
-        (vec!["list", "x.kbx", "--type", "pgp"], "--type"),
-        (vec!["find"], "PATTERN"),
-        (vec!["gen"], "OUT"),
-        (vec!["gen", "x.kbx", "--preset", "huge"], "--preset"),
-        (vec!["gen", "x.kbx", "--size", "5G"], "--size"),
-        (vec!["list", "x.kbx", "--with-validation", "--at", "yesterday"], "--at"),
-        (vec!["list", "x.kbx", "--with-validation", "--lookup", "magic"], "--lookup"),
-        (vec!["list", "x.kbx", "--trustlist", "t.txt"], "--with-validation"),
-        (vec!["frobnicate"], "unrecognized subcommand"),
-    ] {
-        let o = run(&args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    let kib = "expected a number of KiB";
+    let count = "expected a whole number";
+    let table: &[(&[&str], &[&str])] = &[
+        // keybox paths
+        (&["stats", "-"], &["'-' is not a keybox", "from files"]),
+        (&["stats", ""], &["[FILE]", "the keybox path is empty"]),
+        (&["dump", "-"], &["'-' is not a keybox"]),
+        (&["find", "-", "x"], &["[FILE]", "'-' is not a keybox"]),
+        (&["sweep", "-"], &["'-' is not a keybox"]),
+        // sizes
+        (&["stats", "x.kbx", "--kbx-buffer-size=-1"], &["--kbx-buffer-size", kib]),
+        (&["stats", "x.kbx", "--kbx-buffer-size", "abc"], &["--kbx-buffer-size", kib]),
+        (&["stats", "x.kbx", "--kbx-buffer-size", "0B"], &["--kbx-buffer-size", "at least 1 byte"]),
+        (&["stats", "x.kbx", "--kbx-buffer-size", "2G"], &["--kbx-buffer-size", "the largest buffer is 1 GiB"]),
+        (&["stats", "x.kbx", "--kbx-buffer-size", "1048577"], &["--kbx-buffer-size", "the largest buffer is 1 GiB"]),
+        (&["sweep", "x.kbx", "--sizes", "0,huge"], &["--sizes", kib]),
+        (&["sweep", "x.kbx", "--sizes", ""], &["--sizes", kib]),
+        (&["gen", "x.kbx", "--size", "5G"], &["--size", "at most 4 GiB"]),
+        (&["gen", "x.kbx", "--size", "12 parsecs"], &["--size", "expected a size in bytes or with a unit"]),
+        // formats, levels, presets, strategies, workloads
+        (&["stats", "x.kbx", "--io-summary=xml"], &["--io-summary", "possible values: text, json"]),
+        (&["list", "x.kbx", "--type", "pgp"], &["--type", "possible values: openpgp, x509, all"]),
+        (&["gen", "x.kbx", "--preset", "huge"], &["--preset", "possible values: seed, small, tiny"]),
+        (
+            &["list", "x.kbx", "--with-validation", "--lookup", "magic"],
+            &["--lookup", "possible values: gnupg, scan, index"],
+        ),
+        (&["sweep", "x.kbx", "--lookup", "none"], &["--lookup", "possible values: gnupg, scan, index"]),
+        (&["sweep", "x.kbx", "--workload", "dance"], &["--workload", "expected validate, list, stats or find:PATTERN"]),
+        (&["sweep", "x.kbx", "--workload", "find:"], &["--workload", "find:PATTERN"]),
+        (
+            &["--trace-out", "t.json", "--trace-level", "deep", "stats"],
+            &["--trace-level", "possible values: command, lookup, blob, event"],
+        ),
+        // counts
+        (&["sweep", "x.kbx", "--runs", "0"], &["--runs", "0 is not in 1..=1000"]),
+        (&["sweep", "x.kbx", "--warmup", "lots"], &["--warmup", "invalid digit"]),
+        (&["gen", "x.kbx", "--x509", "many"], &["--x509", count]),
+        (&["gen", "x.kbx", "--openpgp", "1.5"], &["--openpgp", count]),
+        (&["gen", "x.kbx", "--seed", "ten"], &["--seed", count]),
+        (&["--trace-out", "t.json", "--trace-max-events", "lots", "stats"], &["--trace-max-events", count]),
+        // durations and times
+        (&["--linger", "soon", "stats"], &["--linger", "expected a duration such as 30s"]),
+        (&["--linger", "25h", "stats"], &["--linger", "at most 24h"]),
+        (&["list", "x.kbx", "--with-validation", "--at", "yesterday"], &["--at", "expected an RFC 3339 time"]),
+        (&["sweep", "x.kbx", "--at", "never"], &["--at", "expected an RFC 3339 time"]),
+        // addresses
+        (&["--metrics-listen=localhost", "stats"], &["--metrics-listen", "expected an IP address and port"]),
+        (&["--metrics-listen=10.0.0.1", "stats"], &["--metrics-listen", "expected an IP address and port"]),
+        // paths that must be given
+        (&["--trace-out", "", "stats"], &["--trace-out", "a value is required"]),
+        (&["--metrics-out", "", "stats"], &["--metrics-out", "a value is required"]),
+        (&["list", "x.kbx", "--with-validation", "--trustlist", ""], &["--trustlist", "a value is required"]),
+        (&["gen", ""], &["<OUT>", "a value is required"]),
+        // patterns
+        (&["find", "x.kbx", ""], &["<PATTERN>", "the pattern is empty"]),
+        (&["find", "x.kbx", "#zz"], &["<PATTERN>", "expected #SERIAL or #SERIAL/ISSUER"]),
+        (&["find"], &["PATTERN"]),
+        // combinations
+        (&["gen"], &["OUT"]),
+        (&["list", "x.kbx", "--trustlist", "t.txt"], &["--with-validation"]),
+        (&["--trace-level", "event", "stats"], &["--trace-out"]),
+        (&["frobnicate"], &["unrecognized subcommand"]),
+    ];
+    for (args, wants) in table {
+        let o = run(args.iter());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for want in *wants {
+            assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        }
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
 

@@ -120,3 +120,76 @@ fn with_gpgsm_puts_gnupg_beside_us() {
         table.lines().find(|l| l.trim_start().starts_with("4096B ")).unwrap().split_whitespace().collect();
     assert_eq!(other[other.len() - 1], "-", "gpgsm cannot express 4096 bytes");
 }
+
+/// Another process replaces the keybox by rename (as GnuPG does) and
+/// appends to it while a sweep runs: no crash, every run completes on one
+/// consistent file per handle, and the report says the file changed.
+#[test]
+fn a_keybox_changed_during_a_sweep_is_reported() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let (dir, kbx) = tiny();
+    let original = std::fs::read(&kbx).unwrap();
+    let blobs = crate::common::split_blobs(&original);
+    let extra = blobs.last().unwrap().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, kbx, tmp) = (stop.clone(), kbx.clone(), dir.path().join(".tiny.kbx.tmp"));
+        std::thread::spawn(move || {
+            let mut changes = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                if changes.is_multiple_of(2) {
+                    // append one whole blob
+                    let mut f = std::fs::OpenOptions::new().append(true).open(&kbx).unwrap();
+                    std::io::Write::write_all(&mut f, &extra).unwrap();
+                } else {
+                    // a fresh copy renamed into place
+                    std::fs::write(&tmp, &original).unwrap();
+                    std::fs::rename(&tmp, &kbx).unwrap();
+                }
+                changes += 1;
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
+            changes
+        })
+    };
+    let json = dir.path().join("sweep.json");
+    let o = run([
+        "sweep",
+        kbx.to_str().unwrap(),
+        "--sizes",
+        "0,16,64",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    let changes = writer.join().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(changes > 3, "the writer changed the file {changes} times");
+    let table = stdout(&o);
+    assert!(table.contains("note: at size "), "{table}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let noted: Vec<&str> = rows
+        .iter()
+        .flat_map(|r| r["keybox_changed"].as_array().into_iter().flatten())
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(!noted.is_empty(), "{table}");
+    for note in noted {
+        assert!(
+            note.starts_with("was replaced by another file")
+                || note.starts_with("changed size")
+                || note.starts_with("grew while being read")
+                || note.starts_with("was modified in place"),
+            "{note}"
+        );
+    }
+}

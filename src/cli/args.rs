@@ -53,7 +53,7 @@ pub struct Cli {
 
     /// At most this many blob and event spans in the trace; the trace notes
     /// where it was cut.
-    #[arg(long, global = true, value_name = "N", default_value_t = super::trace::DEFAULT_MAX_EVENTS, requires = "trace_out")]
+    #[arg(long, global = true, value_name = "N", default_value_t = super::trace::DEFAULT_MAX_EVENTS, value_parser = count, requires = "trace_out")]
     pub trace_max_events: u64,
 
     /// What to do.
@@ -224,6 +224,35 @@ pub struct FindArgs {
     pub json: bool,
 }
 
+impl Cli {
+    /// Checks clap cannot express: `find`'s keybox and patterns (the first
+    /// of two or more arguments is the keybox). A bad one is a usage error,
+    /// reported and exited on (code 2) like clap's own.
+    pub fn check(&self) -> Result<(), clap::Error> {
+        use clap::CommandFactory;
+        let Command::Find(a) = &self.command else { return Ok(()) };
+        let invalid = |what: &str, value: &str, why: String| {
+            let msg = format!("invalid value '{value}' for '{what}': {why}");
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, msg).format(&mut Cli::command())
+        };
+        let (_, patterns) = a.split().map_err(|e| invalid("[FILE]", &a.args[0], e))?;
+        for p in patterns {
+            kbxscope::kbx::search::Pattern::parse(p).map_err(|e| invalid("<PATTERN>", p, e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// A whole number for a count option, with a message that says so.
+fn count(s: &str) -> Result<u64, String> {
+    s.parse().map_err(|_| format!("expected a whole number (0, 1, 2, …); got '{s}'"))
+}
+
+/// Like [`count`], for counts held in a `usize`.
+fn count_usize(s: &str) -> Result<usize, String> {
+    count(s).and_then(|n| usize::try_from(n).map_err(|_| format!("{n} is too large")))
+}
+
 impl FindArgs {
     /// The keybox (if given) and the patterns.
     pub fn split(&self) -> Result<(Option<PathBuf>, &[String]), String> {
@@ -246,16 +275,16 @@ pub struct GenArgs {
     #[arg(long, value_enum, default_value_t = PresetArg::Seed)]
     pub preset: PresetArg,
     /// Number of OpenPGP keys (overrides the preset).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count_usize)]
     pub openpgp: Option<usize>,
     /// Number of X.509 certificates (overrides the preset).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count_usize)]
     pub x509: Option<usize>,
     /// File size to aim at: bytes, or with a unit (k, M, G = 1024ⁿ; KiB, MiB, GiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
     pub size: Option<u64>,
     /// Seed of the random stream (same version + options + seed = same bytes).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count)]
     pub seed: Option<u64>,
     /// Replace OUT (and its trustlist) if they exist.
     #[arg(long)]

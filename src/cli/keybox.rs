@@ -28,7 +28,7 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
             eprintln!("kbxscope: using the built-in default keybox {}", path.display());
             return Ok((path, f));
         }
-        Err(OpenError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+        Err(OpenError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
     eprintln!(

@@ -140,13 +140,15 @@ impl IoTally {
 /// Why a keybox could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    /// The operating system refused (missing file, permission, …).
-    #[error("cannot open '{}': {source}", path.display())]
+    /// The operating system refused (missing file, permission, …). The
+    /// system's error is part of the message, not a separate cause, so a
+    /// chain of causes does not repeat it.
+    #[error("cannot open '{}': {error}", path.display())]
     Io {
         /// The path.
         path: PathBuf,
         /// The system's error.
-        source: io::Error,
+        error: io::Error,
     },
     /// The path is a directory, FIFO, device or socket.
     #[error("'{}' is not a keybox: it is a {kind}, not a regular file", path.display())]
@@ -231,7 +233,7 @@ impl KeyboxFile {
             Ok(f) => f,
             Err(source) => {
                 tally.add(&stats);
-                return Err(OpenError::Io { path: path.to_path_buf(), source });
+                return Err(OpenError::Io { path: path.to_path_buf(), error: source });
             }
         };
         let span = super::buffered::event_span(FileOp::Stat, 0, stats.buffer_size);
@@ -245,7 +247,7 @@ impl KeyboxFile {
         let identity = match meta {
             Ok(meta) if meta.file_type().is_file() => Ok(FileIdentity::of(&meta)),
             Ok(meta) => Err(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(meta.file_type()) }),
-            Err(source) => Err(OpenError::Io { path: path.to_path_buf(), source }),
+            Err(error) => Err(OpenError::Io { path: path.to_path_buf(), error }),
         };
         let identity = match identity {
             Ok(id) => id,
