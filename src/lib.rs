@@ -19,9 +19,12 @@
 //!
 //! * [`telemetry`] — metric names and the handles the I/O layer updates
 //!   through the `metrics` facade (no-ops until the binary installs the
-//!   Prometheus exporter).
+//!   Prometheus exporter); samples are bucketed per handle and flushed,
+//!   through [`telemetry::sink`] once the binary starts it.
 //! * [`gen`] and [`validate`] — realistic keyboxes, and gpgsm-like X.509
 //!   validation with three lookup strategies.
+//! * [`sweep`] — the seed's table: a workload at each buffer size, with
+//!   pure exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
 //!
 //! The `kbxscope` binary adds a thin command line on top; it is the only
 //! code that prints.

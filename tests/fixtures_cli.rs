@@ -176,7 +176,7 @@ fn find_without_match_fails_clearly() {
     assert!(found.is_empty());
     assert!(err.contains("gnupg-mixed.kbx: no key matches 'no such user'"), "{err}");
     let (code, _, err) = find(&["<unterminated"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a pattern GnuPG rejects is a usage error");
     assert!(err.contains("invalid pattern '<unterminated'"), "{err}");
 }
 

@@ -80,6 +80,35 @@ fn killed_generation_leaves_no_output() {
     assert!(!trustlist(&out).exists());
 }
 
+/// SIGKILL at every moment of a whole generation, writing included: the
+/// output is either absent or complete, never partial.
+#[test]
+fn killed_at_any_moment_gen_leaves_all_or_nothing() {
+    let (_d, reference) = gen(&["--preset", "tiny"]);
+    let whole = std::fs::read(&reference).unwrap();
+    let whole_trust = std::fs::read(trustlist(&reference)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut complete, mut absent) = (0, 0);
+    for delay_ms in (0..600).step_by(15) {
+        let out = dir.path().join(format!("k{delay_ms}.kbx"));
+        let mut child = crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "tiny"]).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL; it may have finished already
+        child.wait().unwrap();
+        match std::fs::read(&out) {
+            Ok(bytes) => {
+                assert_eq!(bytes, whole, "killed after {delay_ms} ms: a partial keybox");
+                complete += 1;
+            }
+            Err(_) => absent += 1,
+        }
+        if let Ok(t) = std::fs::read(trustlist(&out)) {
+            assert_eq!(t, whole_trust, "killed after {delay_ms} ms: a partial trustlist");
+        }
+    }
+    eprintln!("killed {} times: {absent} left nothing, {complete} had finished", absent + complete);
+}
+
 #[test]
 fn the_default_keybox_comes_from_the_cache() {
     let cache = tempfile::tempdir().unwrap();

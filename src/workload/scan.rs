@@ -4,6 +4,7 @@ use std::fmt;
 use std::io::{Read, Seek};
 
 use crate::io::{read_blob, BufferedReader, Next, ReadBlobError};
+use crate::kbx::blob::IMAGELEN_LIMIT;
 use crate::kbx::{BlobType, ParseError};
 
 /// What a scan yields at each stop.
@@ -142,11 +143,15 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
         let mut deleted = 0;
         loop {
             let index = self.index;
-            let next = read_blob(self.reader, &mut self.image).map_err(|e| ScanError {
-                index,
-                offset: e.offset(),
-                kind: ScanErrorKind::Read(e),
-            })?;
+            let next = match read_blob(self.reader, &mut self.image) {
+                Ok(next) => next,
+                // A first blob over the limit says "not a keybox" louder
+                // than that it is cut short.
+                Err(ReadBlobError::Truncated { offset, length, .. }) if index == 0 && length > IMAGELEN_LIMIT => {
+                    Next::TooLarge { offset, length }
+                }
+                Err(e) => return Err(ScanError { index, offset: e.offset(), kind: ScanErrorKind::Read(e) }),
+            };
             match next {
                 Next::Eof if index == 0 => {
                     return Err(self.not_a_keybox(0, "the file is empty".into()));
