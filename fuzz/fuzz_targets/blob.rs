@@ -1,12 +1,29 @@
-//! The blob parser on arbitrary bytes: never panics, and what it accepts
-//! re-encodes within its own bounds.
+//! The blob parser on arbitrary bytes, and everything that reads a parsed
+//! blob: kbxutil's dump of it, its checksum, and the decoding of the
+//! certificate or keyblock it holds. None may panic or read out of bounds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
+use kbxscope::kbx::blob::{parse_blob, Blob, BlobType};
+
 fuzz_target!(|data: &[u8]| {
-    if let Ok(blob) = kbxscope::kbx::blob::parse_blob(data) {
-        // Everything a caller can ask of a parsed blob must be in bounds.
+    let _ = kbxscope::kbx::dump::dump_blob(data);
+    if let Ok(blob) = parse_blob(data) {
         let _ = format!("{blob:?}");
+        if let Blob::Key(key) = &blob {
+            let covered = u64::from(key.data_offset) + u64::from(key.data_length);
+            let unhashed = (data.len() as u64).saturating_sub(covered);
+            let _ = kbxscope::kbx::checksum::verify(data, usize::try_from(unhashed).unwrap_or(usize::MAX));
+            match key.blob_type {
+                BlobType::X509 => {
+                    let _ = kbxscope::workload::x509::describe(key);
+                }
+                BlobType::OpenPgp => {
+                    let _ = kbxscope::workload::openpgp::describe(data);
+                }
+                _ => {}
+            }
+        }
     }
 });
