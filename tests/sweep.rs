@@ -193,3 +193,53 @@ fn a_keybox_changed_during_a_sweep_is_reported() {
         );
     }
 }
+
+/// The telemetry flags during a sweep: every size's counters under its own
+/// `buffer_size` label, equal to the sweep's rows, the duration histograms'
+/// counts equal to the events; and a trace that parses.
+#[test]
+fn metrics_and_trace_during_a_sweep() {
+    let (dir, kbx) = tiny();
+    let (prom, json, trace) = (dir.path().join("s.prom"), dir.path().join("s.json"), dir.path().join("t.json"));
+    let (warmup, runs) = (1u64, 2u64);
+    let o = run([
+        "--metrics-out",
+        prom.to_str().unwrap(),
+        "--trace-out",
+        trace.to_str().unwrap(),
+        "--trace-level",
+        "lookup",
+        "sweep",
+        kbx.to_str().unwrap(),
+        "--sizes",
+        "0,64",
+        "--warmup",
+        &warmup.to_string(),
+        "--runs",
+        &runs.to_string(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let value = |series: &str| -> u64 {
+        let line = text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        line.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64
+    };
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for row in v["results"].as_array().unwrap() {
+        let size = row["buffer_size"].as_u64().unwrap();
+        for op in ["open", "read", "seek", "close", "stat"] {
+            let want = row["events"][op].as_u64().unwrap() * (warmup + runs);
+            let labels = format!("{{op=\"{op}\",buffer_size=\"{size}\"}}");
+            if want > 0 {
+                assert_eq!(value(&format!("kbx_file_events_total{labels}")), want, "{op} at {size}");
+                assert_eq!(value(&format!("kbx_file_event_duration_seconds_count{labels}")), want, "{op} at {size}");
+            }
+        }
+        let bytes = row["bytes_read"].as_u64().unwrap() * (warmup + runs);
+        assert_eq!(value(&format!("kbx_file_read_bytes_total{{buffer_size=\"{size}\"}}")), bytes);
+    }
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert!(t.as_array().is_some_and(|events| !events.is_empty()));
+}
