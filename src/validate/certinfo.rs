@@ -136,12 +136,21 @@ impl Memo {
         let todo: Vec<(Cert, Cert)> =
             pairs.into_iter().filter(|(c, i)| !self.signatures.contains_key(&(c.fpr, i.fpr))).collect();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(todo.len().max(1));
-        let chunk = todo.len().div_ceil(threads).max(1);
+        // Each thread takes the next unchecked pair: the costly ones (P-384
+        // and large RSA keys) cluster in the keybox, so fixed halves would
+        // leave one core idle.
+        let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Vec<Vec<(PairKey, bool)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = todo
-                .chunks(chunk)
-                .map(|part| {
-                    s.spawn(move || part.iter().map(|(c, i)| ((c.fpr, i.fpr), verify(c, i))).collect::<Vec<_>>())
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((c, i)) = todo.get(k) else { return out };
+                            out.push(((c.fpr, i.fpr), verify(c, i)));
+                        }
+                    })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
