@@ -44,7 +44,26 @@ fn overhead(c: &mut Criterion) {
     let size = std::fs::metadata(&path).unwrap().len();
     let mut g = c.benchmark_group("rescans_8k");
     g.throughput(Throughput::Bytes(10 * size)).sample_size(15).measurement_time(Duration::from_secs(4));
+    // Telemetry off: the binary without --metrics-*; no handles at all.
     g.bench_function("no recorder", |b| b.iter(|| rescans(&path)));
+    // Tracing alone (metrics still off).
+    for (level, targets) in [
+        ("command", &["kbx::command"][..]),
+        ("lookup", &["kbx::command", "kbx::lookup"][..]),
+        ("blob", &["kbx::command", "kbx::lookup", "kbx::blob"][..]),
+        ("event", &["kbx::command", "kbx::lookup", "kbx::blob", "kbx::event"][..]),
+    ] {
+        let (chrome, guard) =
+            tracing_chrome::ChromeLayerBuilder::new().writer(std::io::sink()).include_args(true).build();
+        let filter = targets.iter().fold(Targets::new(), |t, target| t.with_target(*target, tracing::Level::TRACE));
+        let subscriber = tracing_subscriber::registry().with(chrome.with_filter(filter));
+        tracing::subscriber::with_default(subscriber, || {
+            g.bench_function(format!("tracing {level}"), |b| b.iter(|| rescans(&path)));
+        });
+        drop(guard);
+    }
+    // Metrics on: from here on tallies register handles.
+    kbxscope::telemetry::enable();
     let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)
         .unwrap()
@@ -73,21 +92,6 @@ fn overhead(c: &mut Criterion) {
             n
         })
     });
-    for (level, targets) in [
-        ("command", &["kbx::command"][..]),
-        ("lookup", &["kbx::command", "kbx::lookup"][..]),
-        ("blob", &["kbx::command", "kbx::lookup", "kbx::blob"][..]),
-        ("event", &["kbx::command", "kbx::lookup", "kbx::blob", "kbx::event"][..]),
-    ] {
-        let (chrome, guard) =
-            tracing_chrome::ChromeLayerBuilder::new().writer(std::io::sink()).include_args(true).build();
-        let filter = targets.iter().fold(Targets::new(), |t, target| t.with_target(*target, tracing::Level::TRACE));
-        let subscriber = tracing_subscriber::registry().with(chrome.with_filter(filter));
-        tracing::subscriber::with_default(subscriber, || {
-            g.bench_function(format!("tracing {level}"), |b| b.iter(|| rescans(&path)));
-        });
-        drop(guard);
-    }
     g.finish();
 }
 

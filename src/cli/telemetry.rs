@@ -75,6 +75,7 @@ impl Telemetry {
             }
         };
         telemetry::sink::start()?;
+        telemetry::enable();
         telemetry::describe();
         telemetry::build_info();
         Ok(Self { handle: Some(handle), options })

@@ -33,7 +33,9 @@ use crate::telemetry::IoMetrics;
 pub struct IoTally {
     buffer_size: BufferSize,
     total: Rc<RefCell<IoStats>>,
-    metrics: IoMetrics,
+    /// Metric handles, when telemetry is on ([`crate::telemetry::enable`]):
+    /// without them the hot path does no metrics work at all.
+    metrics: Option<IoMetrics>,
     watch: Rc<RefCell<Watch>>,
 }
 
@@ -98,7 +100,7 @@ impl IoTally {
         Self {
             buffer_size,
             total: Rc::new(RefCell::new(IoStats::new(buffer_size.bytes() as u64))),
-            metrics: IoMetrics::register(buffer_size.bytes() as u64),
+            metrics: crate::telemetry::enabled().then(|| IoMetrics::register(buffer_size.bytes() as u64)),
             watch: Rc::default(),
         }
     }
@@ -167,14 +169,16 @@ pub struct KeyboxFile {
     tally: IoTally,
 }
 
-fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics) -> io::Result<File> {
+fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: Option<&IoMetrics>) -> io::Result<File> {
     let span = super::buffered::event_span(FileOp::Open, 0, stats.buffer_size);
     let _in = span.enter();
     let start = Instant::now();
     let r = OpenOptions::new().read(true).custom_flags(flags).open(path);
     let took = start.elapsed();
     stats.record(FileOp::Open, took);
-    metrics.event(FileOp::Open, took);
+    if let Some(m) = metrics {
+        m.event(FileOp::Open, took);
+    }
     r
 }
 
@@ -184,7 +188,7 @@ fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: &IoMetrics)
 /// of the standard library first call `fcntl(fd, F_GETFD)` to check that the
 /// descriptor is still open: an extra system call on the keybox that the
 /// counts would have to leave out. So the descriptor is closed by hand.
-fn timed_close(file: File, stats: &mut IoStats, metrics: &IoMetrics) {
+fn timed_close(file: File, stats: &mut IoStats, metrics: Option<&IoMetrics>) {
     let fd = file.into_raw_fd();
     let span = super::buffered::event_span(FileOp::Close, 0, stats.buffer_size);
     let _in = span.enter();
@@ -196,7 +200,9 @@ fn timed_close(file: File, stats: &mut IoStats, metrics: &IoMetrics) {
     let _ = unsafe { libc::close(fd) };
     let took = start.elapsed();
     stats.record(FileOp::Close, took);
-    metrics.event(FileOp::Close, took);
+    if let Some(m) = metrics {
+        m.event(FileOp::Close, took);
+    }
 }
 
 fn file_kind(ft: std::fs::FileType) -> &'static str {
@@ -224,7 +230,7 @@ impl KeyboxFile {
     pub fn open(path: &Path, tally: &IoTally) -> Result<Self, OpenError> {
         let mut stats = IoStats::new(tally.buffer_size.bytes() as u64);
         let base = libc::O_NONBLOCK;
-        let m = &tally.metrics;
+        let m = tally.metrics.as_ref();
         let opened = match timed_open(path, base | libc::O_NOATIME, &mut stats, m) {
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => timed_open(path, base, &mut stats, m),
             other => other,
@@ -242,7 +248,9 @@ impl KeyboxFile {
         let meta = file.metadata();
         let took = start.elapsed();
         stats.record(FileOp::Stat, took);
-        m.event(FileOp::Stat, took);
+        if let Some(m) = m {
+            m.event(FileOp::Stat, took);
+        }
         drop(entered);
         let identity = match meta {
             Ok(meta) if meta.file_type().is_file() => Ok(FileIdentity::of(&meta)),
@@ -258,8 +266,10 @@ impl KeyboxFile {
             }
         };
         tally.watch.borrow_mut().observe(identity);
-        let mut reader =
-            BufferedReader::new(file, tally.buffer_size).with_metrics(tally.metrics.clone()).with_limit(identity.len);
+        let mut reader = BufferedReader::new(file, tally.buffer_size).with_limit(identity.len);
+        if let Some(metrics) = &tally.metrics {
+            reader = reader.with_metrics(metrics.clone());
+        }
         reader.stats_mut().merge(&stats);
         Ok(Self { reader: Some(reader), tally: tally.clone() })
     }
@@ -288,7 +298,7 @@ impl Drop for KeyboxFile {
     fn drop(&mut self) {
         if let Some(reader) = self.reader.take() {
             let (file, mut stats) = reader.into_parts();
-            timed_close(file, &mut stats, &self.tally.metrics);
+            timed_close(file, &mut stats, self.tally.metrics.as_ref());
             self.tally.add(&stats);
         }
     }

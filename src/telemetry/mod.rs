@@ -51,6 +51,22 @@ pub const DURATION_BUCKETS: [f64; 25] = [
 pub const SIZE_BUCKETS: [f64; 10] =
     [0.0, 100.0, 1024.0, 10_240.0, 102_400.0, 1_048_576.0, 4_194_304.0, 10_485_760.0, 104_857_600.0, 1_073_741_824.0];
 
+static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn on the I/O layer's metric handles, once a recorder is installed
+/// (the binary calls this when it installs the exporter; tests with a
+/// local recorder call it too). Until then [`crate::io::IoTally`]
+/// registers no handles and a file event costs no metrics work at all —
+/// not even the per-handle bucketing.
+pub fn enable() {
+    ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`enable`] was called.
+pub fn enabled() -> bool {
+    ENABLED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Describe every family to the recorder installed now.
 pub fn describe() {
     describe_counter!(
@@ -299,6 +315,7 @@ mod tests {
     fn counts_every_event_exactly() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gnupg-mixed.kbx");
         let size = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx").len() as u64;
+        super::enable();
         let rec = DebuggingRecorder::new();
         let snap = rec.snapshotter();
         metrics::with_local_recorder(&rec, || {
