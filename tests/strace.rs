@@ -182,10 +182,7 @@ fn requested(line: &str) -> Option<u64> {
 #[test]
 fn a_whole_sweep_counts_what_strace_sees() {
     let Some(strace) = tool("strace", "a_whole_sweep_counts_what_strace_sees") else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let kbx = dir.path().join("tiny.kbx");
-    let o = crate::common::run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
-    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    let (dir, kbx) = crate::common::gen_tiny();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("sweep.json");
     let (warmup, runs) = (1u64, 2u64);

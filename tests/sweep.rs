@@ -1,14 +1,6 @@
 //! `sweep`: one row per size, counts equal to single runs, exports.
 
-use crate::common::{io_summary, run, stderr, stdout};
-
-fn tiny() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let kbx = dir.path().join("tiny.kbx");
-    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    (dir, kbx)
-}
+use crate::common::{gen_tiny as tiny, io_summary, run, stderr, stdout};
 
 #[test]
 fn rows_match_single_runs_and_fall_with_the_buffer() {

@@ -196,9 +196,11 @@ pub fn run(
     let mut out = Vec::with_capacity(sizes.len());
     // Every size's handles compare the file they open with the first one.
     let first = IoTally::new(sizes.first().map_or_else(BufferSize::default, |s| s.size));
-    let mut changes_before = 0;
     for (i, s) in sizes.iter().enumerate() {
         let tally = first.sibling(s.size);
+        // `first` reads nothing: its changes are only the ones every size
+        // shares (files seen at open); what comes after them is this size's.
+        let seen_before = first.changes().len();
         for w in 0..warmup {
             progress(i, w, warmup + runs);
             run_once(path, workload, trust, at, &tally)?;
@@ -237,12 +239,7 @@ pub fn run(
             r.sys_s.push(s1.saturating_sub(s0).as_secs_f64());
         }
         r.mean_read_ns = if reads > 0 { read_ns as f64 / reads as f64 } else { 0.0 };
-        // The shared part of the changes (files seen at open) is common to
-        // all sizes: keep only what is new; appends are per tally.
-        let changes = tally.changes();
-        let shared = first.changes().len();
-        r.keybox_changed = changes[changes_before.min(shared)..].to_vec();
-        changes_before = shared;
+        r.keybox_changed = tally.changes().split_off(seen_before);
         out.push(r);
     }
     Ok(out)

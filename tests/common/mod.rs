@@ -128,3 +128,12 @@ pub fn gpgsm_text_verdicts(text: &str) -> Vec<(String, String)> {
     }
     out
 }
+
+/// A `tiny` keybox made by `gen` (and its trustlist) in a fresh directory.
+pub fn gen_tiny() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kbx = dir.path().join("tiny.kbx");
+    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, kbx)
+}
