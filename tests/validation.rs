@@ -90,9 +90,11 @@ fn without_a_trustlist_nothing_is_trusted() {
 
 #[test]
 fn index_reads_the_file_once() {
+    // 45 blobs, 20 of them OpenPGP keys that the index passes over.
     let kbx = fixture("gnupg-mixed.kbx");
     let size = std::fs::metadata(&kbx).unwrap().len();
-    for (arg, bytes) in [("0", 8192u64), ("64", 65536), ("4096B", 4096)] {
+    let trust = fixture("gnupg-mixed.trustlist.txt");
+    let summary = |arg: &str| {
         let o = run([
             "--io-summary=json",
             "--kbx-buffer-size",
@@ -101,15 +103,29 @@ fn index_reads_the_file_once() {
             "--with-validation",
             "--lookup",
             "index",
+            "--at",
+            "2026-12-01",
             "--trustlist",
-            fixture("gnupg-mixed.trustlist.txt").to_str().unwrap(),
+            trust.to_str().unwrap(),
             kbx.to_str().unwrap(),
         ]);
-        let s = io_summary(&o);
+        assert_eq!(stdout(&o).matches("[certificate is good]").count(), 24, "{arg}");
+        io_summary(&o)
+    };
+    for (arg, bytes) in [("0", 8192u64), ("64", 65536), ("4096B", 4096), ("1024B", 1024)] {
+        let s = summary(arg);
         let total = s["events"]["total"].as_u64().unwrap();
         assert!(total <= size.div_ceil(bytes) + 4, "{arg}: {total} events");
         assert_eq!(s["events"]["open"], 1);
+        if bytes <= 8192 {
+            // Long OpenPGP blobs are skipped with a seek, not read.
+            assert!(s["events"]["seek"].as_u64().unwrap() > 0, "{arg}: {s}");
+            assert!(s["bytes_read"].as_u64().unwrap() < size / 2, "{arg}: {s}");
+        }
     }
+    // Unbuffered: each blob's prefix, then its body read or a seek past it.
+    let s = summary("unbuffered");
+    assert!(s["events"]["total"].as_u64().unwrap() <= 2 * 45 + 4, "{s}");
 }
 
 /// gpgsm's read(2) calls on pubring.kbx, counted by strace. No `-f`: gpgsm

@@ -42,6 +42,12 @@ pub enum Next {
         /// Its length field.
         length: u32,
     },
+    /// A blob of a type the caller did not ask for, passed over unread
+    /// ([`read_blob_of`] only).
+    Passed {
+        /// File offset of the blob.
+        offset: u64,
+    },
     /// The end of the file, at a blob boundary.
     Eof,
 }
@@ -103,6 +109,29 @@ impl ReadBlobError {
 /// # Errors
 /// [`ReadBlobError`] for truncated or malformed framing and system errors.
 pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>) -> Result<Next, ReadBlobError> {
+    read_blob_kept(r, image, None)
+}
+
+/// Like [`read_blob`], but a blob whose type is not `keep` is passed over
+/// ([`Next::Passed`]) without being copied: from the buffer, or with one
+/// `lseek(2)` when it reaches far beyond it (see
+/// [`BufferedReader::pass_over`]). It must still end inside the file.
+///
+/// # Errors
+/// [`ReadBlobError`] for truncated or malformed framing and system errors.
+pub fn read_blob_of<F: Read + Seek>(
+    r: &mut BufferedReader<F>,
+    image: &mut Vec<u8>,
+    keep: BlobType,
+) -> Result<Next, ReadBlobError> {
+    read_blob_kept(r, image, Some(keep))
+}
+
+fn read_blob_kept<F: Read + Seek>(
+    r: &mut BufferedReader<F>,
+    image: &mut Vec<u8>,
+    keep: Option<BlobType>,
+) -> Result<Next, ReadBlobError> {
     let offset = r.position();
     let span = blob_span(offset);
     let _in = span.enter();
@@ -119,7 +148,8 @@ pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>)
         return Err(ReadBlobError::LengthTooShort { offset, length });
     }
     let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
-    let skipped = ty == BlobType::Empty || length > IMAGELEN_LIMIT;
+    let passed = keep.is_some_and(|k| k != ty) && ty != BlobType::Empty;
+    let skipped = ty == BlobType::Empty || length > IMAGELEN_LIMIT || passed;
     // A blob that is skipped, not read, must still end inside the file:
     // GnuPG would seek past the end and call it the end of the keybox.
     if skipped && offset.saturating_add(u64::from(length)) > r.limit() {
@@ -132,6 +162,15 @@ pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>)
     if length > IMAGELEN_LIMIT {
         r.skip(rest).map_err(io)?;
         return Ok(Next::TooLarge { offset, length });
+    }
+    if passed {
+        // The blob ends inside the file as it was at open (checked above);
+        // a file cut short since then shows here.
+        let passed = r.pass_over(rest).map_err(io)?;
+        if passed < rest {
+            return Err(ReadBlobError::Truncated { offset, length, got: BLOB_PREFIX_LEN as u64 + passed });
+        }
+        return Ok(Next::Passed { offset });
     }
     image.clear();
     image.extend_from_slice(&prefix);
@@ -185,6 +224,46 @@ mod tests {
         assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::TooLarge { offset: 0, length: IMAGELEN_LIMIT + 1 });
         assert!(img.capacity() < 1024);
         assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Eof);
+    }
+
+    #[test]
+    fn passes_over_other_types_without_copying() {
+        // Buffer of 64: the 1000-byte OpenPGP blob reaches far beyond it
+        // (one lseek), the 40-byte one is consumed from reads the scan
+        // makes anyway (no seek).
+        let file = [blob(32, 1), blob(1000, 2), blob(100, 3), blob(40, 2), blob(100, 3)].concat();
+        let mut r = reader(file.clone());
+        let mut img = Vec::new();
+        let x509 = BlobType::X509;
+        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Passed { offset: 0 });
+        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Passed { offset: 32 });
+        assert_eq!(r.stats().events.seek, 1);
+        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Blob { offset: 1032 });
+        assert_eq!(img, blob(100, 3));
+        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Passed { offset: 1132 });
+        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Blob { offset: 1172 });
+        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Eof);
+        let s = r.stats();
+        assert_eq!(s.events.seek, 1);
+        assert!(s.bytes_read < file.len() as u64 - 900, "{} bytes read", s.bytes_read);
+        // Never more system calls than reading everything.
+        let mut all = reader(file);
+        while read_blob(&mut all, &mut img).unwrap() != Next::Eof {}
+        assert!(s.events.total() <= all.stats().events.total(), "{:?} vs {:?}", s.events, all.stats().events);
+    }
+
+    #[test]
+    fn a_passed_over_blob_must_end_inside_the_file() {
+        let mut file = [blob(100, 3), blob(1000, 2)].concat();
+        file.truncate(700);
+        let mut img = Vec::new();
+        for size in [BufferSize::Bytes(64), BufferSize::Bytes(4096), BufferSize::Unbuffered] {
+            // A keybox handle's limit is the file's size at open.
+            let mut r = BufferedReader::new(Cursor::new(file.clone()), size).with_limit(file.len() as u64);
+            assert_eq!(read_blob_of(&mut r, &mut img, BlobType::X509).unwrap(), Next::Blob { offset: 0 });
+            let e = read_blob_of(&mut r, &mut img, BlobType::X509).unwrap_err();
+            assert!(matches!(e, ReadBlobError::Truncated { offset: 100, length: 1000, got: 600 }), "{size}: {e:?}");
+        }
     }
 
     #[test]

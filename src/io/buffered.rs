@@ -330,6 +330,25 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.seek_to(target)
     }
 
+    /// Pass over `n` bytes that nobody needs, the cheapest way: within the
+    /// buffer; else by [consuming](Self::consume) them when they end less
+    /// than three buffers beyond the buffered bytes; else with one
+    /// `lseek(2)` (always, unbuffered). Never more system calls than
+    /// reading them. Returns the bytes passed (less than `n` only when a
+    /// consume met the end of the file; a seek may go past it).
+    ///
+    /// # Errors
+    /// The operating system's error from `read(2)` or `lseek(2)`.
+    pub fn pass_over(&mut self, n: u64) -> io::Result<u64> {
+        let buffered = (self.filled - self.pos) as u64;
+        let beyond = n.saturating_sub(buffered);
+        if beyond > 0 && (self.buf.is_empty() || beyond >= 3 * self.buf.len() as u64) {
+            self.skip(n)?;
+            return Ok(n);
+        }
+        self.consume(n)
+    }
+
     /// Go back to the start of the file.
     ///
     /// # Errors

@@ -22,7 +22,7 @@ pub mod source;
 pub mod stats;
 pub mod textfile;
 
-pub use blob_reader::{read_blob, Next, ReadBlobError};
+pub use blob_reader::{read_blob, read_blob_of, Next, ReadBlobError};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
 pub use keybox_file::{IoTally, KeyboxFile, OpenError};

@@ -1,16 +1,26 @@
 //! What validation needs from a certificate, decoded once per certificate.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ops::{Deref, Range};
+use std::sync::Arc;
 
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::pool::{CheckPool, PairKey, SignatureCheck};
 use crate::gen::dn::gnupg_dn;
 use crate::kbx::KeyBlob;
 
 /// A certificate found in the keybox, with the strings GnuPG stored for it.
+///
+/// Cheap to clone (the contents are shared): chains, indexes and
+/// signature-check queues all hold the same copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cert {
+pub struct Cert(Arc<CertData>);
+
+/// The contents of a [`Cert`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct CertData {
     /// SHA-1 fingerprint (from the key table).
     pub fpr: [u8; 20],
     /// Issuer DN as stored in the blob (GnuPG's string form).
@@ -31,7 +41,7 @@ impl Cert {
     /// Take a certificate out of an X.509 blob (`None` for other blobs).
     pub fn from_blob(blob: &KeyBlob<'_>, offset: u64) -> Option<Self> {
         let fpr: [u8; 20] = blob.key(0).fingerprint.try_into().ok()?;
-        Some(Self {
+        Some(Self(Arc::new(CertData {
             fpr,
             issuer: blob.x509_issuer()?.to_vec(),
             subject: blob.x509_subject()?.to_vec(),
@@ -39,7 +49,15 @@ impl Cert {
             der: blob.data().to_vec(),
             offset,
             ephemeral: blob.is_ephemeral(),
-        })
+        })))
+    }
+}
+
+impl Deref for Cert {
+    type Target = CertData;
+
+    fn deref(&self) -> &CertData {
+        &self.0
     }
 }
 
@@ -60,6 +78,10 @@ pub struct CertInfo {
     pub aki_keyid: Option<Vec<u8>>,
     /// authorityKeyIdentifier issuer (GnuPG's string form) and serial.
     pub aki_issuer_sn: Option<(Vec<u8>, Vec<u8>)>,
+    /// Where the signed part (tbsCertificate) is in the DER.
+    pub tbs: Range<usize>,
+    /// Where the subjectPublicKeyInfo is in the DER.
+    pub spki: Range<usize>,
 }
 
 impl CertInfo {
@@ -69,6 +91,11 @@ impl CertInfo {
     /// A message if the certificate does not decode.
     pub fn decode(der: &[u8]) -> Result<Self, String> {
         let (_, cert) = X509Certificate::from_der(der).map_err(|e| format!("certificate does not decode: {e}"))?;
+        Ok(Self::of(&cert))
+    }
+
+    /// Take what validation needs from an already decoded certificate.
+    pub fn of(cert: &X509Certificate<'_>) -> Self {
         let bc = cert.basic_constraints().ok().flatten().map(|b| b.value.clone());
         let mut info = CertInfo {
             not_before: cert.validity().not_before.timestamp(),
@@ -78,6 +105,8 @@ impl CertInfo {
             ski: None,
             aki_keyid: None,
             aki_issuer_sn: None,
+            tbs: range_in(cert.as_raw(), cert.tbs_certificate.as_ref()),
+            spki: range_in(cert.as_raw(), cert.public_key().raw),
         };
         for ext in cert.extensions() {
             match ext.parsed_extension() {
@@ -97,7 +126,7 @@ impl CertInfo {
                 _ => {}
             }
         }
-        Ok(info)
+        info
     }
 
     /// Whether the validity period covers `at`.
@@ -106,14 +135,19 @@ impl CertInfo {
     }
 }
 
-/// (child, issuer) fingerprints of a signature check.
-type PairKey = ([u8; 20], [u8; 20]);
+/// Where `part` (a slice of `whole`) lies in `whole`.
+fn range_in(whole: &[u8], part: &[u8]) -> Range<usize> {
+    let start = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize).min(whole.len());
+    start..(start + part.len()).min(whole.len())
+}
 
 /// Decoded certificates and signature checks, each done once per run.
 #[derive(Debug, Default)]
 pub struct Memo {
     infos: HashMap<[u8; 20], Result<CertInfo, String>>,
     signatures: HashMap<PairKey, bool>,
+    /// Checks handed to a [`CheckPool`] whose results are not in yet.
+    queued: HashSet<PairKey>,
 }
 
 impl Memo {
@@ -125,47 +159,51 @@ impl Memo {
         self.infos.entry(cert.fpr).or_insert_with(|| CertInfo::decode(&cert.der)).as_ref().map_err(Clone::clone)
     }
 
+    /// Remember a certificate decoded elsewhere (the listing pass), so that
+    /// it is not decoded again.
+    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, String>) {
+        self.infos.entry(cert.fpr).or_insert(info);
+    }
+
     /// Whether `issuer`'s key verifies `child`'s signature.
     pub fn signature_ok(&mut self, child: &Cert, issuer: &Cert) -> bool {
-        *self.signatures.entry((child.fpr, issuer.fpr)).or_insert_with(|| verify(child, issuer))
+        let key = (child.fpr, issuer.fpr);
+        if let Some(&ok) = self.signatures.get(&key) {
+            return ok;
+        }
+        let ok = self.check(child, issuer).is_some_and(|c| c.run());
+        self.signatures.insert(key, ok);
+        ok
     }
 
-    /// Check many (child, issuer) signatures at once, on all cores, and
-    /// remember the results. Pairs already checked are skipped.
-    pub fn prefetch_signatures(&mut self, pairs: Vec<(Cert, Cert)>) {
-        let todo: Vec<(Cert, Cert)> =
-            pairs.into_iter().filter(|(c, i)| !self.signatures.contains_key(&(c.fpr, i.fpr))).collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(todo.len().max(1));
-        // Each thread takes the next unchecked pair: the costly ones (P-384
-        // and large RSA keys) cluster in the keybox, so fixed halves would
-        // leave one core idle.
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<Vec<(PairKey, bool)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some((c, i)) = todo.get(k) else { return out };
-                            out.push(((c.fpr, i.fpr), verify(c, i)));
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-        });
-        self.signatures.extend(results.into_iter().flatten());
+    /// Hand the check of `child`'s signature by `issuer` to `pool`, unless
+    /// it is done or queued already. A certificate that does not decode
+    /// is not queued ([`signature_ok`](Self::signature_ok) answers false).
+    pub fn queue(&mut self, pool: &CheckPool, child: &Cert, issuer: &Cert) {
+        let key = (child.fpr, issuer.fpr);
+        if self.signatures.contains_key(&key) || self.queued.contains(&key) {
+            return;
+        }
+        if let Some(check) = self.check(child, issuer) {
+            self.queued.insert(key);
+            pool.submit(check);
+        }
     }
-}
 
-/// Whether `issuer`'s key verifies `child`'s signature (no memo).
-fn verify(child: &Cert, issuer: &Cert) -> bool {
-    let (Ok((_, c)), Ok((_, i))) = (X509Certificate::from_der(&child.der), X509Certificate::from_der(&issuer.der))
-    else {
-        return false;
-    };
-    c.verify_signature(Some(i.public_key())).is_ok()
+    /// Take the results of a finished pool.
+    pub fn absorb(&mut self, results: Vec<(PairKey, bool)>) {
+        for (key, ok) in results {
+            self.queued.remove(&key);
+            self.signatures.insert(key, ok);
+        }
+    }
+
+    /// The check of `child`'s signature with `issuer`'s key, if both decode.
+    fn check(&mut self, child: &Cert, issuer: &Cert) -> Option<SignatureCheck> {
+        let tbs = self.info(child).ok()?.tbs.clone();
+        let spki = self.info(issuer).ok()?.spki.clone();
+        Some(SignatureCheck { child: child.clone(), tbs, issuer: issuer.clone(), spki })
+    }
 }
 
 /// Strip leading zero bytes of a serial number.

@@ -11,7 +11,8 @@
 
 use serde::Serialize;
 
-use super::certinfo::{Cert, Memo};
+use super::certinfo::{Cert, CertInfo, Memo};
+use super::pool::CheckPool;
 use super::search::{IssuerSearch, SearchError};
 use super::trustlist::TrustList;
 use crate::kbx::dump::hex_upper;
@@ -170,15 +171,45 @@ impl<'t> Validator<'t> {
         }
     }
 
-    /// Before validating `certs` from an in-memory index: find every
-    /// (certificate, issuer) pair their chains will need and check the
-    /// signatures in parallel. The verdicts are the same; only the order of
-    /// the work changes.
+    /// Remember a certificate decoded by the caller.
+    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, String>) {
+        self.memo.learn(cert, info);
+    }
+
+    /// Queue on `pool` the check of `cert`'s signature by the issuer that
+    /// `search` finds for it now (an index still being built may find
+    /// another one later: then that pair is checked too, and this result
+    /// is only unused). Returns whether an issuer was found.
     ///
     /// # Errors
     /// Errors of the lookups (none for an index).
-    pub fn prefetch(&mut self, certs: &[Cert], search: &mut impl IssuerSearch) -> Result<(), SearchError> {
-        let mut pairs = Vec::new();
+    pub fn queue_check(
+        &mut self,
+        cert: &Cert,
+        search: &mut impl IssuerSearch,
+        pool: &CheckPool,
+    ) -> Result<bool, SearchError> {
+        if cert.issuer == cert.subject {
+            return Ok(true);
+        }
+        let Some(issuer) = self.find_up(cert, search)? else { return Ok(false) };
+        self.memo.queue(pool, cert, &issuer);
+        Ok(true)
+    }
+
+    /// Before validating `certs` from an in-memory index: queue on `pool`
+    /// the signature check of every (certificate, issuer) pair their chains
+    /// need and wait until all are done, this thread helping. The verdicts
+    /// are the same; only the order of the work changes.
+    ///
+    /// # Errors
+    /// Errors of the lookups (none for an index).
+    pub fn prefetch(
+        &mut self,
+        certs: &[Cert],
+        search: &mut impl IssuerSearch,
+        pool: CheckPool,
+    ) -> Result<(), SearchError> {
         let mut seen = std::collections::HashSet::new();
         for target in certs {
             let mut cert = target.clone();
@@ -187,11 +218,11 @@ impl<'t> Validator<'t> {
                     break;
                 }
                 let Some(issuer) = self.find_up(&cert, search)? else { break };
-                pairs.push((cert, issuer.clone()));
+                self.memo.queue(&pool, &cert, &issuer);
                 cert = issuer;
             }
         }
-        self.memo.prefetch_signatures(pairs);
+        self.memo.absorb(pool.finish());
         Ok(())
     }
 

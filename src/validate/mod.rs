@@ -4,11 +4,14 @@
 //! * [`certinfo`]: the parts of a certificate validation looks at, decoded
 //!   and signature-checked once per run;
 //! * [`chain`]: chain building and gpgsm's verdicts;
+//! * [`pool`]: signature checks on worker threads, queued while the
+//!   `index` strategy is still reading;
 //! * [`search`]: the `gnupg`, `scan` and `index` lookup strategies — what
 //!   the buffer size acts on.
 
 pub mod certinfo;
 pub mod chain;
+pub mod pool;
 pub mod search;
 pub mod trustlist;
 
@@ -17,6 +20,7 @@ mod tests;
 
 pub use certinfo::{Cert, CertInfo, Memo};
 pub use chain::{Problem, Validation, Validator};
+pub use pool::CheckPool;
 pub use search::{GnupgSearch, IndexSearch, IssuerSearch, ScanSearch, SearchError};
 pub use trustlist::TrustList;
 

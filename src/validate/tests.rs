@@ -51,6 +51,17 @@ fn blob(c: &IssuedCert) -> Vec<u8> {
     cert_blob(c, 1)
 }
 
+/// The blob of `c` with the ephemeral flag set (checksum recomputed).
+fn ephemeral_blob(c: &IssuedCert) -> Vec<u8> {
+    use sha1::Digest;
+    let mut b = blob(c);
+    b[6..8].copy_from_slice(&crate::kbx::blob::BLOB_FLAG_EPHEMERAL.to_be_bytes());
+    let n = b.len() - 20;
+    let sum = sha1::Sha1::digest(&b[..n]);
+    b[n..].copy_from_slice(&sum);
+    b
+}
+
 fn fpr(c: &IssuedCert) -> String {
     use sha1::Digest;
     hex_upper(&sha1::Sha1::digest(&c.der))
@@ -106,6 +117,20 @@ fn good_chains_with_every_aki_form() {
     let v = verdicts(&keybox(&[&blob(&a), &blob(&root), &blob(&b), &blob(&int), &blob(&c)]), &trust(&[&root]));
     assert_eq!(v.len(), 5);
     assert!(v.iter().all(|(_, r)| r == "good"), "{v:?}");
+}
+
+#[test]
+fn an_issuer_kept_only_as_ephemeral_is_found_by_every_strategy() {
+    // gpgsm looks again in ephemeral mode when the normal search finds no
+    // issuer; the index must hold ephemeral certificates for that, though
+    // it does not list them. The issuer comes after its child in the file.
+    let mut r = rng();
+    let root = issue(&ca("Root"), None, &mut r).unwrap();
+    let int = issue(&spec("Int", Some(None), AkiStyle::KeyIdIssuerSerial), Some(&root), &mut r).unwrap();
+    let a = issue(&leaf("A", AkiStyle::KeyId), Some(&int), &mut r).unwrap();
+    let v = verdicts(&keybox(&[&blob(&a), &blob(&root), &ephemeral_blob(&int)]), &trust(&[&root]));
+    assert_eq!(v.len(), 2, "the ephemeral certificate is not listed: {v:?}");
+    assert_eq!(verdict_of(&v, &a), "good");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io::{Read, Seek};
 
-use crate::io::{read_blob, BufferedReader, Next, ReadBlobError};
+use crate::io::{read_blob, read_blob_of, BufferedReader, Next, ReadBlobError};
 use crate::kbx::blob::IMAGELEN_LIMIT;
 use crate::kbx::{BlobType, ParseError};
 
@@ -99,6 +99,7 @@ pub struct Scanner<'r, F> {
     image: Vec<u8>,
     index: u64,
     trailing_deleted: u64,
+    keep: Option<BlobType>,
     _pass: tracing::span::EnteredSpan,
 }
 
@@ -121,7 +122,15 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
     pub fn new(reader: &'r mut BufferedReader<F>) -> Self {
         crate::telemetry::scan_started("sequential");
         let pass = tracing::info_span!(target: "kbx::lookup", "pass", start = reader.position()).entered();
-        Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0, _pass: pass }
+        Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0, keep: None, _pass: pass }
+    }
+
+    /// A scan that yields only blobs of type `keep` (and the first blob,
+    /// which shows whether the file is a keybox): the others are passed
+    /// over unread, in the buffer or with a seek (see
+    /// [`BufferedReader::pass_over`]), but still counted in blob indexes.
+    pub fn only(reader: &'r mut BufferedReader<F>, keep: BlobType) -> Self {
+        Self { keep: Some(keep), ..Self::new(reader) }
     }
 
     /// The blob of the last [`Item::Blob`].
@@ -143,7 +152,11 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
         let mut deleted = 0;
         loop {
             let index = self.index;
-            let next = match read_blob(self.reader, &mut self.image) {
+            let read = match self.keep {
+                Some(keep) if index > 0 => read_blob_of(self.reader, &mut self.image, keep),
+                _ => read_blob(self.reader, &mut self.image),
+            };
+            let next = match read {
                 Ok(next) => next,
                 // A first blob over the limit says "not a keybox" louder
                 // than that it is cut short.
@@ -175,6 +188,10 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
                 }
                 Next::Deleted { .. } => {
                     deleted += 1;
+                    self.index += 1;
+                }
+                Next::Passed { .. } => {
+                    deleted = 0;
                     self.index += 1;
                 }
                 Next::Blob { offset } => {

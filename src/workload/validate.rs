@@ -4,13 +4,21 @@
 //! certificate (ephemeral ones are not listed, as in gpgsm) is validated
 //! on the spot with the chosen lookup strategy. With `index`, the listing
 //! pass also builds the index and validation happens after it, from
-//! memory, so the whole command reads the file exactly once.
+//! memory, so the whole command reads the file exactly once; signature
+//! checks start on worker threads while the pass is still reading.
 
-use super::list::{describe, ListOutcome, Listed};
+use std::collections::HashMap;
+
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use super::list::{KeyDetails, ListOutcome, Listed};
 use super::scan::{Item, ScanError, Scanner};
+use super::x509::describe_decoded;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
-use crate::validate::{Cert, GnupgSearch, IndexSearch, IssuerSearch, Lookup, ScanSearch, TrustList, Validator};
+use crate::validate::{
+    Cert, CertInfo, CheckPool, GnupgSearch, IndexSearch, IssuerSearch, Lookup, ScanSearch, TrustList, Validator,
+};
 
 /// List and validate every certificate.
 ///
@@ -36,20 +44,11 @@ pub fn run<O: Opener + Clone>(
         }
         Lookup::Index => {
             let mut index = IndexSearch::default();
-            let mut pending = Vec::new();
-            listing_pass(
-                &mut handle,
-                &mut out,
-                |cert, listed| {
-                    index.add(cert.clone());
-                    pending.push((cert.clone(), listed));
-                    Ok(None)
-                },
-                &mut |_| {},
-            );
+            let pool = CheckPool::beside_caller();
+            let pending = index_pass(&mut handle, &mut out, &mut validator, &mut index, &pool);
             drop(handle);
             let certs: Vec<Cert> = pending.iter().map(|(c, _)| c.clone()).collect();
-            if let Err(e) = validator.prefetch(&certs, &mut index) {
+            if let Err(e) = validator.prefetch(&certs, &mut index, pool) {
                 out.fatal = Some(ScanError::content(0, 0, e.to_string()));
                 return Ok(out);
             }
@@ -63,10 +62,51 @@ pub fn run<O: Opener + Clone>(
                     }
                 }
             }
-            return Ok(out);
         }
     }
     Ok(out)
+}
+/// The `index` strategy's single pass, which passes over other blobs
+/// unread (in the buffer, or with a seek past a long one). Every certificate goes into the
+/// index (ephemeral ones too: lookups fall back to them, as GnuPG's do);
+/// listed ones are kept for validation, and the signature check of each
+/// whose issuer is indexed already is queued on `pool` at once. One read
+/// before its issuer waits until a certificate with its issuer's name
+/// arrives; what is still unchecked at the end is left to
+/// [`Validator::prefetch`].
+fn index_pass<F: std::io::Read + std::io::Seek>(
+    reader: &mut crate::io::BufferedReader<F>,
+    out: &mut ListOutcome,
+    validator: &mut Validator<'_>,
+    index: &mut IndexSearch,
+    pool: &CheckPool,
+) -> Vec<(Cert, Listed)> {
+    let mut pending = Vec::new();
+    let mut waiting: HashMap<Vec<u8>, Vec<Cert>> = HashMap::new();
+    listing_pass(
+        Scanner::only(reader, BlobType::X509),
+        out,
+        |blob_index, cert, decoded| {
+            index.add(cert.clone());
+            let mut ready = waiting.remove(&cert.subject).unwrap_or_default();
+            if let Some((info, listed)) = decoded {
+                validator.learn(cert, Ok(info));
+                pending.push((cert.clone(), listed));
+                ready.push(cert.clone());
+            }
+            for c in ready {
+                let found = validator
+                    .queue_check(&c, index, pool)
+                    .map_err(|e| ScanError::content(blob_index, cert.offset, e.to_string()))?;
+                if !found {
+                    waiting.entry(c.issuer.clone()).or_default().push(c);
+                }
+            }
+            Ok(None)
+        },
+        &mut |_| {},
+    );
+    pending
 }
 
 /// The listing pass, validating each certificate on the spot with `search`.
@@ -77,7 +117,16 @@ fn validating_pass<F: std::io::Read + std::io::Seek>(
     search: &mut impl IssuerSearch,
     emit: &mut impl FnMut(Listed),
 ) {
-    listing_pass(reader, out, |cert, listed| validate_one(validator, search, cert, listed), emit);
+    listing_pass(
+        Scanner::new(reader),
+        out,
+        |_, cert, decoded| {
+            let Some((info, listed)) = decoded else { return Ok(None) };
+            validator.learn(cert, Ok(info));
+            validate_one(validator, search, cert, listed)
+        },
+        emit,
+    );
 }
 
 fn validate_one(
@@ -94,15 +143,16 @@ fn validate_one(
     Ok(Some(listed))
 }
 
-/// The listing pass: every non-ephemeral certificate goes to `each`, whose
-/// result (if any) is emitted.
+/// The listing pass: every certificate goes to `each` with its blob index;
+/// a listed one (not ephemeral, and decoding) comes with its decoded parts
+/// and listing, and the listing `each` returns (if any) is emitted. Ones
+/// that do not decode are also reported as problems.
 fn listing_pass<F: std::io::Read + std::io::Seek>(
-    reader: &mut crate::io::BufferedReader<F>,
+    mut scan: Scanner<'_, F>,
     out: &mut ListOutcome,
-    mut each: impl FnMut(&Cert, Listed) -> Result<Option<Listed>, ScanError>,
+    mut each: impl FnMut(u64, &Cert, Option<(CertInfo, Listed)>) -> Result<Option<Listed>, ScanError>,
     emit: &mut impl FnMut(Listed),
 ) {
-    let mut scan = Scanner::new(reader);
     loop {
         let (index, offset) = match scan.next_item() {
             Ok(None) => return,
@@ -124,19 +174,32 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
                 continue;
             }
         };
-        if blob.is_ephemeral() {
-            continue;
-        }
-        let (Some(cert), Ok(listed)) = (Cert::from_blob(&blob, offset), describe(index, offset, &blob)) else {
+        let Some(cert) = Cert::from_blob(&blob, offset) else {
             out.problems.push(ScanError::content(index, offset, "certificate does not decode"));
             continue;
         };
-        match each(&cert, listed) {
+        let decoded = if blob.is_ephemeral() {
+            None
+        } else if let Ok((_, x509)) = X509Certificate::from_der(blob.data()) {
+            let listed = Listed {
+                blob_index: index,
+                offset,
+                ephemeral: false,
+                key: KeyDetails::X509(describe_decoded(&blob, &x509)),
+                validation: None,
+            };
+            Some((CertInfo::of(&x509), listed))
+        } else {
+            out.problems.push(ScanError::content(index, offset, "certificate does not decode"));
+            None
+        };
+        let is_listed = decoded.is_some();
+        match each(index, &cert, decoded) {
             Ok(Some(l)) => {
                 out.listed += 1;
                 emit(l);
             }
-            Ok(None) => out.listed += 1,
+            Ok(None) => out.listed += u64::from(is_listed),
             Err(e) => {
                 out.fatal = Some(e);
                 return;

@@ -44,10 +44,16 @@ pub struct X509Cert {
 /// A message when the DER does not decode.
 pub fn describe(blob: &KeyBlob<'_>) -> Result<X509Cert, String> {
     let (_, cert) = X509Certificate::from_der(blob.data()).map_err(|e| format!("certificate does not decode: {e}"))?;
+    Ok(describe_decoded(blob, &cert))
+}
+
+/// What `list` shows of an X.509 blob whose certificate `cert` the caller
+/// has decoded already.
+pub fn describe_decoded(blob: &KeyBlob<'_>, cert: &X509Certificate<'_>) -> X509Cert {
     let fpr = blob.key(0).fingerprint;
     let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
     let validity = cert.validity();
-    Ok(X509Cert {
+    X509Cert {
         fingerprint: hex_upper(fpr),
         key_id: hex_upper(&fpr[fpr.len() - 4..]),
         serial: hex_upper(blob.serial()),
@@ -61,9 +67,9 @@ pub fn describe(blob: &KeyBlob<'_>) -> Result<X509Cert, String> {
             .collect(),
         not_before: rfc3339(validity.not_before.timestamp()),
         not_after: rfc3339(validity.not_after.timestamp()),
-        key_algorithm: key_algorithm(&cert),
+        key_algorithm: key_algorithm(cert),
         is_ca: cert.is_ca(),
-    })
+    }
 }
 
 fn key_algorithm(cert: &X509Certificate<'_>) -> String {
