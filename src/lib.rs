@@ -22,7 +22,8 @@
 //!   Prometheus exporter); samples are bucketed per handle and flushed,
 //!   through [`telemetry::sink`] once the binary starts it.
 //! * [`gen`] and [`validate`] — realistic keyboxes, and gpgsm-like X.509
-//!   validation with three lookup strategies.
+//!   validation with three lookup strategies (signature checks on worker
+//!   threads, [`validate::pool`]).
 //! * [`sweep`] — the seed's table: a workload at each buffer size, with
 //!   pure exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
 //!

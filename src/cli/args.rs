@@ -180,8 +180,8 @@ pub struct ListArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "with_validation")]
     pub at: Option<i64>,
     /// How issuers are looked up: gnupg = gpgsm 2.4's access pattern (rescans
-    /// for every lookup), scan = one rescan per lookup, index = one pass, then
-    /// memory.
+    /// for every lookup), scan = one rescan per lookup, index = one forward
+    /// pass that passes over OpenPGP blobs unread, then memory.
     #[arg(long, value_enum, default_value_t = LookupArg::Gnupg, requires = "with_validation")]
     pub lookup: LookupArg,
 }

@@ -12,7 +12,8 @@
 //!   flag; kbxscope only reads).
 //! * [`ScanSearch`] is the simple honest reader: one rescan per lookup, on
 //!   one extra handle, and nothing else.
-//! * [`IndexSearch`] reads the file once and answers from memory.
+//! * [`IndexSearch`] answers from memory what one forward pass over the
+//!   file put in it (`workload::validate` makes that pass).
 //!
 //! All three apply the same matching rules (those of GnuPG's keybox
 //! search), so verdicts do not depend on the strategy. Scans stay lean:
