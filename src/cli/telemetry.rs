@@ -29,8 +29,14 @@ pub struct Telemetry {
     options: TelemetryOptions,
 }
 
+/// How often histogram samples are drained into their buckets. The
+/// exporter keeps every sample until then (its default is 5 s: tens of
+/// megabytes at a million file events a second).
+const UPKEEP: Duration = Duration::from_millis(100);
+
 fn builder() -> Result<PrometheusBuilder> {
     Ok(PrometheusBuilder::new()
+        .upkeep_timeout(UPKEEP)
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(READ_SIZE.into()), &SIZE_BUCKETS)?)
 }
@@ -64,11 +70,11 @@ impl Telemetry {
                 let recorder = builder()?.build_recorder();
                 let handle = recorder.handle();
                 metrics::set_global_recorder(recorder)?;
-                // Without the HTTP listener nothing drains the histogram
-                // samples: do it every second so memory stays bounded.
+                // Without the HTTP listener no upkeep task is spawned:
+                // drain the histogram samples here.
                 let upkeep = handle.clone();
                 std::thread::Builder::new().name("metrics-upkeep".into()).spawn(move || loop {
-                    std::thread::sleep(Duration::from_secs(1));
+                    std::thread::sleep(UPKEEP);
                     upkeep.run_upkeep();
                 })?;
                 handle
