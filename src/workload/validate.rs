@@ -66,14 +66,15 @@ pub fn run<O: Opener + Clone>(
     }
     Ok(out)
 }
-/// The `index` strategy's single pass, which passes over other blobs
-/// unread (in the buffer, or with a seek past a long one). Every certificate goes into the
-/// index (ephemeral ones too: lookups fall back to them, as GnuPG's do);
-/// listed ones are kept for validation, and the signature check of each
-/// whose issuer is indexed already is queued on `pool` at once. One read
-/// before its issuer waits until a certificate with its issuer's name
-/// arrives; what is still unchecked at the end is left to
-/// [`Validator::prefetch`].
+
+/// The `index` strategy's single pass. Only X.509 blobs are read; others
+/// are passed over (in the buffer, or with a seek past a long one). Every
+/// certificate goes into the index (ephemeral ones too: lookups fall back
+/// to them, as GnuPG's do); listed ones are kept for validation, and the
+/// signature check of each whose issuer is indexed already is queued on
+/// `pool` at once. One read before its issuer waits until a certificate
+/// with its issuer's name arrives; what is still unchecked at the end is
+/// left to [`Validator::prefetch`].
 fn index_pass<F: std::io::Read + std::io::Seek>(
     reader: &mut crate::io::BufferedReader<F>,
     out: &mut ListOutcome,
