@@ -128,6 +128,33 @@ fn index_reads_the_file_once() {
     assert!(s["events"]["total"].as_u64().unwrap() <= 2 * 45 + 4, "{s}");
 }
 
+/// gpgsm's verdicts (fingerprint, verdict), sorted, for the keybox in `home`.
+fn live_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
+    let o = Command::new(gpgsm)
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
+        .output()
+        .unwrap();
+    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    let mut v = gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout));
+    v.sort();
+    v
+}
+
+/// kbxscope's read(2) calls for `list --with-validation` (gnupg lookup) at 8 KiB.
+fn reads_at_8k(kbx: &Path, trustlist: &Path) -> f64 {
+    let o = run([
+        "--io-summary=json",
+        "--kbx-buffer-size",
+        "0",
+        "list",
+        "--with-validation",
+        "--trustlist",
+        trustlist.to_str().unwrap(),
+        kbx.to_str().unwrap(),
+    ]);
+    io_summary(&o)["events"]["read"].as_u64().unwrap() as f64
+}
+
 /// gpgsm's read(2) calls on pubring.kbx, counted by strace. No `-f`: gpgsm
 /// reads the keybox itself, and following forks would also follow the
 /// gpg-agent daemon it starts, which outlives it.
@@ -160,13 +187,7 @@ fn gnupg_lookup_matches_live_gpgsm() {
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
     // verdicts, certificate by certificate
-    let o = Command::new(&gpgsm)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
-        .output()
-        .unwrap();
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-    let mut theirs = gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout));
-    theirs.sort();
+    let theirs = live_verdicts(&gpgsm, &home);
     assert_eq!(theirs.len(), 100);
     for lookup in ["gnupg", "scan", "index"] {
         let mut ours = our_verdicts(&kbx, &trust, lookup, &[]);
@@ -176,20 +197,108 @@ fn gnupg_lookup_matches_live_gpgsm() {
     // read(2) calls at GnuPG 2.2's fixed 8 KiB: within 5%
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
-    let o = run([
-        "--io-summary=json",
-        "--kbx-buffer-size",
-        "0",
-        "list",
-        "--with-validation",
-        "--trustlist",
-        trust.to_str().unwrap(),
-        kbx.to_str().unwrap(),
-    ]);
-    let ours = io_summary(&o)["events"]["read"].as_u64().unwrap() as f64;
+    let ours = reads_at_8k(&kbx, &trust);
     eprintln!(
         "reads at 8 KiB: gpgsm {theirs}, kbxscope --lookup gnupg {ours} ({:+.2}%)",
         (ours / theirs - 1.0) * 100.0
     );
     assert!((ours / theirs - 1.0).abs() <= 0.05, "gpgsm {theirs} reads, kbxscope {ours}");
+
+    // Without a trustlist nothing is trusted, yet gpgsm still clears the
+    // ephemeral flags of every chain that reached a root: verdicts and
+    // reads must still agree.
+    std::fs::remove_file(home.join("trustlist.txt")).unwrap();
+    let empty = dir.path().join("empty-trustlist.txt");
+    std::fs::write(&empty, "").unwrap();
+    let theirs = live_verdicts(&gpgsm, &home);
+    assert_eq!(theirs.iter().filter(|v| v.1 == "bad: Not trusted").count(), 99, "all but the orphan");
+    let mut ours = our_verdicts(&kbx, &empty, "gnupg", &[]);
+    ours.sort();
+    assert_eq!(ours, theirs, "without a trustlist");
+    std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
+    let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
+    let ours = reads_at_8k(&kbx, &empty);
+    eprintln!("reads without a trustlist: gpgsm {theirs}, kbxscope {ours} ({:+.2}%)", (ours / theirs - 1.0) * 100.0);
+    assert!((ours / theirs - 1.0).abs() <= 0.05, "gpgsm {theirs} reads, kbxscope {ours}");
+}
+
+/// Roots as gpgsm judges them — self-signed certificates without the CA
+/// flag (trusted, untrusted, trusted with `relax`), a broken self-signature
+/// and a certificate below it, roots and intermediates not valid yet — and
+/// a signature its issuer's key does not verify: every strategy's verdicts
+/// equal live gpgsm's, certificate by certificate.
+#[test]
+fn odd_roots_and_bad_signatures_match_live_gpgsm() {
+    use kbxscope::gen::x509::{issue, AkiStyle, CertSpec, IssuedCert};
+    use rand::SeedableRng;
+    let Some(gpgsm) = tool("gpgsm", "odd_roots_and_bad_signatures_match_live_gpgsm") else { return };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let year = 31_557_600;
+    let spec = |cn: &str, ca: Option<Option<u8>>, not_before: i64| CertSpec {
+        subject: vec![(rcgen::DnType::OrganizationName, "Odd".into()), (rcgen::DnType::CommonName, cn.into())],
+        key: kbxscope::gen::signer::KeyKind::P256,
+        ca,
+        not_before,
+        not_after: now + year,
+        mail: None,
+        aki: AkiStyle::KeyId,
+    };
+    let mut r = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+    let mut cert = |cn: &str, ca: bool, not_before: i64, parent: Option<&IssuedCert>| {
+        issue(&spec(cn, ca.then_some(None), not_before), parent, &mut r).unwrap()
+    };
+    let past = now - year;
+    let root = cert("Root", true, past, None);
+    let mut flipped = cert("Flipped", false, past, Some(&root));
+    let selfie = cert("Selfie", false, past, None);
+    let trusted_selfie = cert("Trusted Selfie", false, past, None);
+    let relaxed_selfie = cert("Relaxed Selfie", false, past, None);
+    let mut broken = cert("Broken", true, past, None);
+    let below_broken = cert("Below Broken", false, past, Some(&broken));
+    let young = cert("Young", true, now + year / 2, None);
+    let young_int = cert("Young Int", true, now + year / 2, Some(&root));
+    for c in [&mut flipped, &mut broken] {
+        let last = c.der.len() - 3;
+        c.der[last] ^= 0x55; // inside the signature value
+    }
+    let sha1 = |c: &IssuedCert| {
+        use sha1::Digest;
+        sha1::Sha1::digest(&c.der).iter().map(|b| format!("{b:02X}")).collect::<String>()
+    };
+    let all = [&root, &flipped, &selfie, &trusted_selfie, &relaxed_selfie, &broken, &below_broken, &young, &young_int];
+    let header =
+        kbxscope::kbx::encode::HeaderSpec { openpgp: false, created_at: now as u32, last_maintenance: now as u32 };
+    let mut kbx_bytes = kbxscope::kbx::encode::encode_header(&header);
+    for c in all {
+        kbx_bytes.extend(kbxscope::gen::cert_blob(c, now as u32));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("odd.kbx");
+    std::fs::write(&kbx, &kbx_bytes).unwrap();
+    let trust = dir.path().join("odd.trustlist.txt");
+    let text = format!(
+        "{} S\n{} S\n{} S relax\n{} S\n",
+        sha1(&root),
+        sha1(&trusted_selfie),
+        sha1(&relaxed_selfie),
+        sha1(&young)
+    );
+    std::fs::write(&trust, text).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
+    std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
+    let theirs = live_verdicts(&gpgsm, &home);
+    let verdict = |c: &IssuedCert| theirs.iter().find(|v| v.0 == sha1(c)).map(|v| v.1.as_str()).unwrap_or("none");
+    // What gpgsm 2.2.40 says (checked when this test was written).
+    assert_eq!(verdict(&flipped), "bad: Bad certificate chain");
+    assert_eq!(verdict(&selfie), "bad: Bad CA certificate");
+    assert_eq!(verdict(&relaxed_selfie), "good");
+    assert_eq!(verdict(&broken), "bad: Bad certificate");
+    assert_eq!(verdict(&young_int), "bad: Certificate too young");
+    for lookup in ["gnupg", "scan", "index"] {
+        let mut ours = our_verdicts(&kbx, &trust, lookup, &[]);
+        ours.sort();
+        assert_eq!(ours, theirs, "--lookup {lookup}");
+    }
 }

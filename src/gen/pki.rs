@@ -14,7 +14,8 @@
 //!   that also names the issuer certificate by its issuer and serial
 //!   number, a search that stops at the issuer, `p(issuer)`; with a key
 //!   identifier only, a scan to the end of the file, 1.0;
-//! * after a chain that reaches a trusted root (a root itself included),
+//! * after a chain that reaches a root (a root itself included; trusted or
+//!   not, whatever the verdict),
 //!   one fingerprint search per chain element, `Σ p(element)`;
 //! * a missing issuer: key-id scan, ephemeral key-id scan, subject scan,
 //!   ephemeral subject scan: 4.0, and no fingerprint searches.

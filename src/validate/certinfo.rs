@@ -61,6 +61,12 @@ impl Deref for Cert {
     }
 }
 
+/// The critical extensions gpgsm understands (`unknown_criticals` in its
+/// sm/certchain.c): keyUsage, subjectAltName, basicConstraints,
+/// certificatePolicies, extendedKeyUsage, and its own validityModel.
+const GPGSM_KNOWN_CRITICAL: [&str; 6] =
+    ["2.5.29.15", "2.5.29.17", "2.5.29.19", "2.5.29.32", "2.5.29.37", "1.3.6.1.4.1.8301.3.5"];
+
 /// The decoded parts of a certificate that validation looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CertInfo {
@@ -78,6 +84,9 @@ pub struct CertInfo {
     pub aki_keyid: Option<Vec<u8>>,
     /// authorityKeyIdentifier issuer (GnuPG's string form) and serial.
     pub aki_issuer_sn: Option<(Vec<u8>, Vec<u8>)>,
+    /// A critical extension gpgsm does not support (it then calls the
+    /// certificate unsupported).
+    pub unknown_critical: bool,
     /// Where the signed part (tbsCertificate) is in the DER.
     pub tbs: Range<usize>,
     /// Where the subjectPublicKeyInfo is in the DER.
@@ -105,6 +114,10 @@ impl CertInfo {
             ski: None,
             aki_keyid: None,
             aki_issuer_sn: None,
+            unknown_critical: cert
+                .extensions()
+                .iter()
+                .any(|e| e.critical && !GPGSM_KNOWN_CRITICAL.contains(&e.oid.to_id_string().as_str())),
             tbs: range_in(cert.as_raw(), cert.tbs_certificate.as_ref()),
             spki: range_in(cert.as_raw(), cert.public_key().raw),
         };
@@ -210,4 +223,41 @@ impl Memo {
 pub fn serial_eq(a: &[u8], b: &[u8]) -> bool {
     let strip = |s: &[u8]| s[s.iter().position(|&x| x != 0).unwrap_or(s.len())..].to_vec();
     strip(a) == strip(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// A self-signed certificate with one extra extension (content NULL).
+    fn with_extension(oid: &[u64], critical: bool) -> Vec<u8> {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let key = crate::gen::signer::CertKey::generate(crate::gen::signer::KeyKind::P256, &mut rng);
+        let mut params = rcgen::CertificateParams::default();
+        params.serial_number = Some(rcgen::SerialNumber::from_slice(&[1]));
+        let mut ext = rcgen::CustomExtension::from_oid_content(oid, vec![0x05, 0x00]);
+        ext.set_criticality(critical);
+        params.custom_extensions.push(ext);
+        params.self_signed(&key).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn critical_extensions_gpgsm_does_not_know_are_noticed() {
+        let info = |oid: &[u64], critical| CertInfo::decode(&with_extension(oid, critical)).unwrap();
+        assert!(info(&[1, 2, 3, 4], true).unknown_critical);
+        assert!(!info(&[1, 2, 3, 4], false).unknown_critical);
+        // nameConstraints is not in gpgsm's list; its validityModel is.
+        assert!(info(&[2, 5, 29, 30], true).unknown_critical);
+        assert!(!info(&[1, 3, 6, 1, 4, 1, 8301, 3, 5], true).unknown_critical);
+    }
+
+    #[test]
+    fn signed_part_and_key_ranges_point_into_the_der() {
+        let der = with_extension(&[1, 2, 3, 4], false);
+        let info = CertInfo::decode(&der).unwrap();
+        let (_, cert) = X509Certificate::from_der(&der).unwrap();
+        assert_eq!(&der[info.tbs.clone()], cert.tbs_certificate.as_ref());
+        assert_eq!(&der[info.spki.clone()], cert.public_key().raw);
+    }
 }

@@ -25,8 +25,6 @@ pub const MAX_CHAIN: usize = 50;
 pub enum Problem {
     /// No issuer certificate in the keybox.
     MissingIssuer,
-    /// The issuer's key does not verify the signature.
-    BadSignature,
     /// The issuer is not a CA.
     BadCa,
     /// The chain is too long, loops, or exceeds a CA's path length.
@@ -37,8 +35,10 @@ pub enum Problem {
     Expired,
     /// A certificate in the chain is not valid yet.
     TooYoung,
-    /// A certificate does not decode.
+    /// A certificate does not decode, or a root's self-signature is bad.
     BadCertificate,
+    /// A certificate has a critical extension gpgsm does not know.
+    Unsupported,
 }
 
 impl Problem {
@@ -46,13 +46,13 @@ impl Problem {
     pub fn reason(self) -> &'static str {
         match self {
             Self::MissingIssuer => "Missing issuer certificate",
-            Self::BadSignature => "Bad signature",
             Self::BadCa => "Bad CA certificate",
             Self::BadChain => "Bad certificate chain",
             Self::NotTrusted => "Not trusted",
             Self::Expired => "Certificate expired",
             Self::TooYoung => "Certificate too young",
             Self::BadCertificate => "Bad certificate",
+            Self::Unsupported => "Unsupported certificate",
         }
     }
 }
@@ -111,14 +111,11 @@ impl<'t> Validator<'t> {
     fn walk(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
         let mut chain = vec![target.clone()];
         let mut expired = false;
-        let mut too_young = false;
         loop {
             let subject = chain.last().expect("chain is never empty").clone();
             let Ok(info) = self.memo.info(&subject).cloned() else {
                 return Ok(Validation::new(Some(Problem::BadCertificate), &chain));
             };
-            expired |= info.not_after < self.at;
-            too_young |= info.not_before > self.at;
             let is_root = subject.issuer == subject.subject
                 && (info.aki_keyid.is_none() && info.aki_issuer_sn.is_none()
                     || info.aki_keyid.is_some() && info.aki_keyid == info.ski
@@ -127,20 +124,24 @@ impl<'t> Validator<'t> {
                         .as_ref()
                         .is_some_and(|(i, s)| *i == subject.issuer && super::certinfo::serial_eq(s, &subject.serial)));
             if is_root {
-                if !self.trust.trusts(&subject.fpr) {
-                    let problem = if self.memo.signature_ok(&subject, &subject) {
-                        Problem::NotTrusted
-                    } else {
-                        Problem::BadSignature
-                    };
-                    return Ok(Validation::new(Some(problem), &chain));
-                }
+                let problem = self.root_problem(&subject, &info, chain.len(), expired);
+                // gpgsm clears the ephemeral flag of every certificate of a
+                // chain that reached a root, whatever the verdict.
                 let span = tracing::info_span!(target: "kbx::lookup", "chain_done", length = chain.len());
                 let entered = span.enter();
                 search.chain_done(&chain)?;
                 drop(entered);
-                let problem = if too_young { Some(Problem::TooYoung) } else { expired.then_some(Problem::Expired) };
                 return Ok(Validation::new(problem, &chain));
+            }
+            // gpgsm's order: validity (a certificate not valid yet ends the
+            // walk at once, an expired one only marks it), then critical
+            // extensions, then the issuer.
+            if info.not_before > self.at {
+                return Ok(Validation::new(Some(Problem::TooYoung), &chain));
+            }
+            expired |= info.not_after < self.at;
+            if info.unknown_critical {
+                return Ok(Validation::new(Some(Problem::Unsupported), &chain));
             }
             if chain.len() >= MAX_CHAIN {
                 return Ok(Validation::new(Some(Problem::BadChain), &chain));
@@ -152,8 +153,9 @@ impl<'t> Validator<'t> {
                 return Ok(Validation::new(Some(Problem::BadChain), &chain));
             }
             if !self.memo.signature_ok(&subject, &issuer) {
+                // gpgsm reports a bad signature as a bad chain.
                 chain.push(issuer);
-                return Ok(Validation::new(Some(Problem::BadSignature), &chain));
+                return Ok(Validation::new(Some(Problem::BadChain), &chain));
             }
             let Ok(issuer_info) = self.memo.info(&issuer).cloned() else {
                 chain.push(issuer);
@@ -161,14 +163,39 @@ impl<'t> Validator<'t> {
             };
             // CAs below this issuer: every chain element but the target.
             let cas_below = chain.len() - 1;
+            let relaxed_root = self.trust.relaxes(&issuer.fpr) && issuer.issuer == issuer.subject;
             chain.push(issuer);
-            if !issuer_info.is_ca {
+            if !issuer_info.is_ca && !relaxed_root {
                 return Ok(Validation::new(Some(Problem::BadCa), &chain));
             }
-            if issuer_info.path_len.is_some_and(|n| (n as usize) < cas_below) {
+            if issuer_info.is_ca && issuer_info.path_len.is_some_and(|n| (n as usize) < cas_below) {
                 return Ok(Validation::new(Some(Problem::BadChain), &chain));
             }
         }
+    }
+
+    /// The verdict at a root, in gpgsm's order: validity, critical
+    /// extensions, the self-signature (checked only if the root is not
+    /// trusted), the CA flag (unless the trustlist says `relax`), trust.
+    fn root_problem(&mut self, root: &Cert, info: &CertInfo, chain_len: usize, expired: bool) -> Option<Problem> {
+        if info.not_before > self.at {
+            return Some(Problem::TooYoung);
+        }
+        let expired = expired || info.not_after < self.at;
+        if info.unknown_critical {
+            return Some(Problem::Unsupported);
+        }
+        let trusted = self.trust.trusts(&root.fpr);
+        if !trusted && !self.memo.signature_ok(root, root) {
+            return Some(if chain_len == 1 { Problem::BadCertificate } else { Problem::BadChain });
+        }
+        if !info.is_ca && !self.trust.relaxes(&root.fpr) {
+            return Some(Problem::BadCa);
+        }
+        if !trusted {
+            return Some(Problem::NotTrusted);
+        }
+        expired.then_some(Problem::Expired)
     }
 
     /// Remember a certificate decoded by the caller.

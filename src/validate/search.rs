@@ -6,10 +6,10 @@
 //!   completely, the repeat scans in "ephemeral mode" when nothing is found,
 //!   a key-id lookup scanning to the end of the file (plus a fingerprint
 //!   search when it must swap an expired newest candidate for a valid
-//!   one), and after a chain
-//!   that reached a trusted root one new handle and one fingerprint search
-//!   from the start per chain element (where gpgsm clears the ephemeral
-//!   flag; kbxscope only reads).
+//!   one), and after a chain that reached a root (trusted or not, whatever
+//!   the verdict, as gpgsm's `do_validate_chain` does) one new handle and
+//!   one fingerprint search from the start per chain element (where gpgsm
+//!   clears the ephemeral flag; kbxscope only reads).
 //! * [`ScanSearch`] is the simple honest reader: one rescan per lookup, on
 //!   one extra handle, and nothing else.
 //! * [`IndexSearch`] answers from memory what one forward pass over the
@@ -70,7 +70,7 @@ pub trait IssuerSearch {
     /// # Errors
     /// I/O errors.
     fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, SearchError>;
-    /// A chain reached a trusted root.
+    /// A chain reached a root, whatever the verdict.
     ///
     /// # Errors
     /// I/O errors.

@@ -188,10 +188,56 @@ fn bad_signature_bad_ca_and_path_length() {
         &blob(&deep),
     ]);
     let v = verdicts(&kbx, &trust(&[&root]));
-    assert_eq!(verdict_of(&v, &flipped), "Bad signature");
+    // gpgsm reports a signature its issuer's key does not verify as a bad
+    // chain (checked against gpgsm 2.2.40 on a keybox with a flipped byte).
+    assert_eq!(verdict_of(&v, &flipped), "Bad certificate chain");
     assert_eq!(verdict_of(&v, &below_not_ca), "Bad CA certificate");
     assert_eq!(verdict_of(&v, &int1), "good", "nothing below int1 in its own chain");
     assert_eq!(verdict_of(&v, &deep), "Bad certificate chain", "int0's path length 0 forbids int1 below it");
+}
+
+#[test]
+fn roots_are_checked_in_gpgsms_order() {
+    let mut r = rng();
+    let root = issue(&ca("Root"), None, &mut r).unwrap();
+    // Self-signed end-entity certificates: no CA flag.
+    let selfie = issue(&leaf("Selfie", AkiStyle::KeyId), None, &mut r).unwrap();
+    let trusted_selfie = issue(&leaf("Trusted Selfie", AkiStyle::KeyId), None, &mut r).unwrap();
+    let relaxed_selfie = issue(&leaf("Relaxed Selfie", AkiStyle::KeyId), None, &mut r).unwrap();
+    // An untrusted root whose self-signature is broken, and a leaf below it.
+    let mut broken_root = issue(&ca("Broken"), None, &mut r).unwrap();
+    let below_broken = issue(&leaf("Below Broken", AkiStyle::KeyId), Some(&broken_root), &mut r).unwrap();
+    let last = broken_root.der.len() - 3;
+    broken_root.der[last] ^= 0x55;
+    // A root not valid yet, trusted or not: too young before anything else.
+    let mut young = ca("Young");
+    young.not_before = NOW + 10;
+    let young = issue(&young, None, &mut r).unwrap();
+    // An intermediate not valid yet ends the walk before its issuer is
+    // looked up: too young, not a missing issuer.
+    let hidden = issue(&ca("Hidden"), None, &mut r).unwrap();
+    let mut young_int = spec("Young Int", Some(None), AkiStyle::KeyId);
+    young_int.not_before = NOW + 10;
+    let young_int = issue(&young_int, Some(&hidden), &mut r).unwrap();
+    let kbx = keybox(&[
+        &blob(&root),
+        &blob(&selfie),
+        &blob(&trusted_selfie),
+        &blob(&relaxed_selfie),
+        &blob(&broken_root),
+        &blob(&below_broken),
+        &blob(&young),
+        &blob(&young_int),
+    ]);
+    let text = format!("{} S\n{} S\n{} S relax\n", fpr(&root), fpr(&trusted_selfie), fpr(&relaxed_selfie));
+    let v = verdicts(&kbx, &TrustList::parse(&text).unwrap());
+    assert_eq!(verdict_of(&v, &selfie), "Bad CA certificate");
+    assert_eq!(verdict_of(&v, &trusted_selfie), "Bad CA certificate");
+    assert_eq!(verdict_of(&v, &relaxed_selfie), "good");
+    assert_eq!(verdict_of(&v, &broken_root), "Bad certificate");
+    assert_eq!(verdict_of(&v, &below_broken), "Bad certificate chain");
+    assert_eq!(verdict_of(&v, &young), "Certificate too young");
+    assert_eq!(verdict_of(&v, &young_int), "Certificate too young");
 }
 
 #[test]

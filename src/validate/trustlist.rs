@@ -14,6 +14,8 @@ use std::fmt;
 pub struct TrustList {
     trusted: HashSet<[u8; 20]>,
     disabled: HashSet<[u8; 20]>,
+    /// Trusted roots whose entry carries the `relax` keyword.
+    relaxed: HashSet<[u8; 20]>,
 }
 
 /// A line that is not a trustlist entry.
@@ -68,7 +70,8 @@ impl TrustList {
             for (i, b) in fpr.iter_mut().enumerate() {
                 *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| err("bad hex"))?;
             }
-            let flags = rest.split_whitespace().next().unwrap_or("");
+            let mut words = rest.split_whitespace();
+            let flags = words.next().unwrap_or("");
             if flags.is_empty() {
                 return Err(err("missing flag after the fingerprint (S, P or *)"));
             }
@@ -76,6 +79,9 @@ impl TrustList {
                 list.disabled.insert(fpr);
             } else if flags.contains('S') || flags.contains('*') {
                 list.trusted.insert(fpr);
+                if words.any(|w| w == "relax") {
+                    list.relaxed.insert(fpr);
+                }
             }
         }
         Ok(list)
@@ -84,6 +90,12 @@ impl TrustList {
     /// Whether the root with this SHA-1 fingerprint is trusted for X.509.
     pub fn trusts(&self, fpr: &[u8]) -> bool {
         fpr.len() == 20 && self.trusted.contains(fpr) && !self.disabled.contains(fpr)
+    }
+
+    /// Whether the root is trusted with the `relax` keyword (gpgsm then
+    /// accepts it without the CA flag in basicConstraints).
+    pub fn relaxes(&self, fpr: &[u8]) -> bool {
+        self.trusts(fpr) && self.relaxed.contains(fpr)
     }
 
     /// Number of trusted roots.
@@ -116,6 +128,8 @@ mod tests {
         assert!(!t.trusts(&fpr("2222222222222222222222222222222222222222")), "disabled");
         assert!(t.trusts(&fpr("3333333333333333333333333333333333333333")));
         assert_eq!(t.len(), 3);
+        assert!(t.relaxes(&fpr("052149109F40F01BAAFC1D48CBA77355A8B5F718")));
+        assert!(!t.relaxes(&fpr("98BCD9D96AD206EB811A467D5A41F0854969C897")));
     }
 
     #[test]
