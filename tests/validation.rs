@@ -224,12 +224,13 @@ fn gnupg_lookup_matches_live_gpgsm() {
 
 /// Roots as gpgsm judges them — self-signed certificates without the CA
 /// flag (trusted, untrusted, trusted with `relax`), a broken self-signature
-/// and a certificate below it, roots and intermediates not valid yet — and
-/// a signature its issuer's key does not verify: every strategy's verdicts
-/// equal live gpgsm's, certificate by certificate.
+/// and a certificate below it, roots and intermediates not valid yet — a
+/// signature its issuer's key does not verify, critical and plain
+/// certificate policies, and an unknown critical extension: every
+/// strategy's verdicts equal live gpgsm's, certificate by certificate.
 #[test]
 fn odd_roots_and_bad_signatures_match_live_gpgsm() {
-    use kbxscope::gen::x509::{issue, AkiStyle, CertSpec, IssuedCert};
+    use kbxscope::gen::x509::{issue, issue_with, AkiStyle, CertSpec, IssuedCert};
     use rand::SeedableRng;
     let Some(gpgsm) = tool("gpgsm", "odd_roots_and_bad_signatures_match_live_gpgsm") else { return };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
@@ -257,6 +258,18 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     let below_broken = cert("Below Broken", false, past, Some(&broken));
     let young = cert("Young", true, now + year / 2, None);
     let young_int = cert("Young Int", true, now + year / 2, Some(&root));
+    // certificatePolicies naming 1.2.3.4, critical or not (gpgsm has no
+    // policies.txt here).
+    let mut extended = |cn: &str, oid: &[u64], content: Vec<u8>, critical: bool| {
+        let mut ext = rcgen::CustomExtension::from_oid_content(oid, content);
+        ext.set_criticality(critical);
+        issue_with(&spec(cn, None, past), Some(&root), vec![ext], &mut r).unwrap()
+    };
+    let policies = || vec![0x30, 5, 0x30, 3, 6, 1, 0x2A];
+    let critical_policies = extended("Critical Policies", &[2, 5, 29, 32], policies(), true);
+    let plain_policies = extended("Plain Policies", &[2, 5, 29, 32], policies(), false);
+    // A critical extension gpgsm does not know (content: NULL).
+    let unknown_critical = extended("Unknown Critical", &[1, 2, 3, 4], vec![5, 0], true);
     for c in [&mut flipped, &mut broken] {
         let last = c.der.len() - 3;
         c.der[last] ^= 0x55; // inside the signature value
@@ -265,7 +278,20 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
         use sha1::Digest;
         sha1::Sha1::digest(&c.der).iter().map(|b| format!("{b:02X}")).collect::<String>()
     };
-    let all = [&root, &flipped, &selfie, &trusted_selfie, &relaxed_selfie, &broken, &below_broken, &young, &young_int];
+    let all = [
+        &root,
+        &flipped,
+        &selfie,
+        &trusted_selfie,
+        &relaxed_selfie,
+        &broken,
+        &below_broken,
+        &young,
+        &young_int,
+        &critical_policies,
+        &plain_policies,
+        &unknown_critical,
+    ];
     let header =
         kbxscope::kbx::encode::HeaderSpec { openpgp: false, created_at: now as u32, last_maintenance: now as u32 };
     let mut kbx_bytes = kbxscope::kbx::encode::encode_header(&header);
@@ -296,6 +322,9 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     assert_eq!(verdict(&relaxed_selfie), "good");
     assert_eq!(verdict(&broken), "bad: Bad certificate");
     assert_eq!(verdict(&young_int), "bad: Certificate too young");
+    assert_eq!(verdict(&critical_policies), "bad: No policy match");
+    assert_eq!(verdict(&plain_policies), "good");
+    assert_eq!(verdict(&unknown_critical), "bad: Unsupported certificate");
     for lookup in ["gnupg", "scan", "index"] {
         let mut ours = our_verdicts(&kbx, &trust, lookup, &[]);
         ours.sort();

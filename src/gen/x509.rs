@@ -136,6 +136,20 @@ pub fn issue(
     issuer: Option<&IssuedCert>,
     rng: &mut (impl RngCore + CryptoRng),
 ) -> Result<IssuedCert, CertError> {
+    issue_with(spec, issuer, Vec::new(), rng)
+}
+
+/// [`issue`] with extra extensions (tests use it for what `gen` never
+/// makes, such as critical certificate policies).
+///
+/// # Errors
+/// A [`CertError`] if rcgen refuses the parameters.
+pub fn issue_with(
+    spec: &CertSpec,
+    issuer: Option<&IssuedCert>,
+    extra: Vec<CustomExtension>,
+    rng: &mut (impl RngCore + CryptoRng),
+) -> Result<IssuedCert, CertError> {
     let err = |reason: String| CertError { subject: format!("{:?}", spec.subject), reason };
     let key = CertKey::generate(spec.key, rng);
     let serial = random_serial(rng);
@@ -149,6 +163,7 @@ pub fn issue(
     params.not_after = datetime(spec.not_after);
     params.key_identifier_method = KeyIdMethod::PreSpecified(key.key_id());
     params.use_authority_key_identifier_extension = false;
+    params.custom_extensions = extra;
     let mut mails = Vec::new();
     match spec.ca {
         Some(path) => {

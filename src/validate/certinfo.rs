@@ -87,6 +87,9 @@ pub struct CertInfo {
     /// A critical extension gpgsm does not support (it then calls the
     /// certificate unsupported).
     pub unknown_critical: bool,
+    /// A certificatePolicies extension marked critical: gpgsm, without a
+    /// `policies.txt` naming them, reports "No policy match".
+    pub critical_policies: bool,
     /// Where the signed part (tbsCertificate) is in the DER.
     pub tbs: Range<usize>,
     /// Where the subjectPublicKeyInfo is in the DER.
@@ -118,6 +121,7 @@ impl CertInfo {
                 .extensions()
                 .iter()
                 .any(|e| e.critical && !GPGSM_KNOWN_CRITICAL.contains(&e.oid.to_id_string().as_str())),
+            critical_policies: cert.extensions().iter().any(|e| e.critical && e.oid.to_id_string() == "2.5.29.32"),
             tbs: range_in(cert.as_raw(), cert.tbs_certificate.as_ref()),
             spki: range_in(cert.as_raw(), cert.public_key().raw),
         };
@@ -250,6 +254,25 @@ mod tests {
         // nameConstraints is not in gpgsm's list; its validityModel is.
         assert!(info(&[2, 5, 29, 30], true).unknown_critical);
         assert!(!info(&[1, 3, 6, 1, 4, 1, 8301, 3, 5], true).unknown_critical);
+    }
+
+    #[test]
+    fn critical_certificate_policies_are_noticed() {
+        // certificatePolicies with one policy, 1.2.3.4 (DER, as the content).
+        let policies = vec![0x30, 0x07, 0x30, 0x05, 0x06, 0x03, 0x2A, 0x03, 0x04];
+        let der = |critical| {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+            let key = crate::gen::signer::CertKey::generate(crate::gen::signer::KeyKind::P256, &mut rng);
+            let mut params = rcgen::CertificateParams::default();
+            params.serial_number = Some(rcgen::SerialNumber::from_slice(&[1]));
+            let mut ext = rcgen::CustomExtension::from_oid_content(&[2, 5, 29, 32], policies.clone());
+            ext.set_criticality(critical);
+            params.custom_extensions.push(ext);
+            params.self_signed(&key).unwrap().der().to_vec()
+        };
+        let critical = CertInfo::decode(&der(true)).unwrap();
+        assert!(critical.critical_policies && !critical.unknown_critical);
+        assert!(!CertInfo::decode(&der(false)).unwrap().critical_policies);
     }
 
     #[test]

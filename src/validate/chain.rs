@@ -39,6 +39,9 @@ pub enum Problem {
     BadCertificate,
     /// A certificate has a critical extension gpgsm does not know.
     Unsupported,
+    /// A certificate's policies are critical and none is allowed (gpgsm
+    /// without a `policies.txt`).
+    NoPolicyMatch,
 }
 
 impl Problem {
@@ -53,6 +56,7 @@ impl Problem {
             Self::TooYoung => "Certificate too young",
             Self::BadCertificate => "Bad certificate",
             Self::Unsupported => "Unsupported certificate",
+            Self::NoPolicyMatch => "No policy match",
         }
     }
 }
@@ -111,6 +115,7 @@ impl<'t> Validator<'t> {
     fn walk(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
         let mut chain = vec![target.clone()];
         let mut expired = false;
+        let mut no_policy = false;
         loop {
             let subject = chain.last().expect("chain is never empty").clone();
             let Ok(info) = self.memo.info(&subject).cloned() else {
@@ -124,7 +129,7 @@ impl<'t> Validator<'t> {
                         .as_ref()
                         .is_some_and(|(i, s)| *i == subject.issuer && super::certinfo::serial_eq(s, &subject.serial)));
             if is_root {
-                let problem = self.root_problem(&subject, &info, chain.len(), expired);
+                let problem = self.root_problem(&subject, &info, chain.len(), expired, no_policy);
                 // gpgsm clears the ephemeral flag of every certificate of a
                 // chain that reached a root, whatever the verdict.
                 let span = tracing::info_span!(target: "kbx::lookup", "chain_done", length = chain.len());
@@ -134,8 +139,8 @@ impl<'t> Validator<'t> {
                 return Ok(Validation::new(problem, &chain));
             }
             // gpgsm's order: validity (a certificate not valid yet ends the
-            // walk at once, an expired one only marks it), then critical
-            // extensions, then the issuer.
+            // walk at once, an expired one only marks it), critical
+            // extensions, policies (marked only), then the issuer.
             if info.not_before > self.at {
                 return Ok(Validation::new(Some(Problem::TooYoung), &chain));
             }
@@ -143,6 +148,7 @@ impl<'t> Validator<'t> {
             if info.unknown_critical {
                 return Ok(Validation::new(Some(Problem::Unsupported), &chain));
             }
+            no_policy |= info.critical_policies;
             if chain.len() >= MAX_CHAIN {
                 return Ok(Validation::new(Some(Problem::BadChain), &chain));
             }
@@ -176,8 +182,16 @@ impl<'t> Validator<'t> {
 
     /// The verdict at a root, in gpgsm's order: validity, critical
     /// extensions, the self-signature (checked only if the root is not
-    /// trusted), the CA flag (unless the trustlist says `relax`), trust.
-    fn root_problem(&mut self, root: &Cert, info: &CertInfo, chain_len: usize, expired: bool) -> Option<Problem> {
+    /// trusted), the CA flag (unless the trustlist says `relax`), trust;
+    /// then what was only marked on the way: expiry, then policies.
+    fn root_problem(
+        &mut self,
+        root: &Cert,
+        info: &CertInfo,
+        chain_len: usize,
+        expired: bool,
+        no_policy: bool,
+    ) -> Option<Problem> {
         if info.not_before > self.at {
             return Some(Problem::TooYoung);
         }
@@ -195,7 +209,10 @@ impl<'t> Validator<'t> {
         if !trusted {
             return Some(Problem::NotTrusted);
         }
-        expired.then_some(Problem::Expired)
+        if expired {
+            return Some(Problem::Expired);
+        }
+        (no_policy || info.critical_policies).then_some(Problem::NoPolicyMatch)
     }
 
     /// Remember a certificate decoded by the caller.
