@@ -1,13 +1,19 @@
 //! Chain building and verdicts, as gpgsm does it in list mode.
 //!
 //! From the certificate up: a root (issuer = subject, and no
-//! authorityKeyIdentifier or one that points at itself) ends the chain and
-//! must be in the trustlist; any other certificate needs its issuer (found
-//! by authorityKeyIdentifier issuer + serial, else key id, else issuer
-//! name), whose key must verify its signature and which must be a CA
-//! allowed to have this many CAs below it. Validity periods are checked at
-//! `at`; an expired certificate is reported only if nothing worse was
-//! found. Chains are at most 50 certificates long and may not loop.
+//! authorityKeyIdentifier or one that points at itself) ends the chain; it
+//! must be a CA (unless its trustlist entry says `relax`) and be in the
+//! trustlist, and its self-signature is checked when it is not. Any other
+//! certificate needs its issuer (found by authorityKeyIdentifier issuer +
+//! serial, else key id, else issuer name), whose key must verify its
+//! signature and which must be a CA allowed to have this many CAs below
+//! it. Validity periods are checked at `at`: a certificate not valid yet
+//! ends the walk, an expired one is reported only if nothing worse was
+//! found; critical extensions gpgsm does not know make a certificate
+//! unsupported, and critical certificate policies are reported last.
+//! Chains are at most 50 certificates long and may not loop. The order of
+//! the checks, and so which reason wins, is gpgsm's (`do_validate_chain`
+//! in its sm/certchain.c), compared with a live gpgsm in the tests.
 
 use serde::Serialize;
 
