@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{fixture, gpgsm_text_verdicts, io_summary, run, stderr, stdout, tool, KEYBOXES};
+use crate::common::{fixture, gpgsm_text_notes, gpgsm_text_verdicts, io_summary, run, stderr, stdout, tool, KEYBOXES};
 
 /// Our verdicts from `list --with-validation --json`.
 fn our_verdicts(kbx: &Path, trustlist: &Path, lookup: &str, extra: &[&str]) -> Vec<(String, String)> {
@@ -64,13 +64,17 @@ fn fixtures_match_live_gpgsm() {
         let (path, trust) = (fixture(&format!("{kbx}.kbx")), fixture(&format!("{kbx}.trustlist.txt")));
         std::fs::copy(&path, home.join("pubring.kbx")).unwrap();
         std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
-        let theirs = live_verdicts(&gpgsm, &home);
+        let listing = live_listing(&gpgsm, &home);
+        let mut theirs = gpgsm_text_verdicts(&listing);
+        theirs.sort();
         assert!(theirs.len() >= 24, "{kbx}: {theirs:?}");
         for lookup in ["gnupg", "scan", "index"] {
             let mut ours = our_verdicts(&path, &trust, lookup, &[]);
             ours.sort();
             assert_eq!(ours, theirs, "{kbx} --lookup {lookup}");
         }
+        let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), path.to_str().unwrap()]);
+        assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing), "{kbx}: notes");
         std::fs::copy(&path, home.join("pubring.kbx")).unwrap();
         let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
         let ours = reads_at_8k(&path, &trust);
@@ -159,14 +163,19 @@ fn index_reads_the_file_once() {
     assert!(s["events"]["total"].as_u64().unwrap() <= 2 * 45 + 4, "{s}");
 }
 
-/// gpgsm's verdicts (fingerprint, verdict), sorted, for the keybox in `home`.
-fn live_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
+/// What `gpgsm -k --with-validation` prints for the keybox in `home`.
+fn live_listing(gpgsm: &Path, home: &Path) -> String {
     let o = Command::new(gpgsm)
         .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
         .output()
         .unwrap();
     let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-    let mut v = gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// gpgsm's verdicts (fingerprint, verdict), sorted, for the keybox in `home`.
+fn live_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
+    let mut v = gpgsm_text_verdicts(&live_listing(gpgsm, home));
     v.sort();
     v
 }
@@ -241,11 +250,15 @@ fn gnupg_lookup_matches_live_gpgsm() {
     std::fs::remove_file(home.join("trustlist.txt")).unwrap();
     let empty = dir.path().join("empty-trustlist.txt");
     std::fs::write(&empty, "").unwrap();
-    let theirs = live_verdicts(&gpgsm, &home);
+    let listing = live_listing(&gpgsm, &home);
+    let mut theirs = gpgsm_text_verdicts(&listing);
+    theirs.sort();
     assert_eq!(theirs.iter().filter(|v| v.1 == "bad: Not trusted").count(), 99, "all but the orphan");
     let mut ours = our_verdicts(&kbx, &empty, "gnupg", &[]);
     ours.sort();
     assert_eq!(ours, theirs, "without a trustlist");
+    let o = run(["list", "--with-validation", "--trustlist", empty.to_str().unwrap(), kbx.to_str().unwrap()]);
+    assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing), "notes without a trustlist");
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
     let ours = reads_at_8k(&kbx, &empty);
@@ -345,7 +358,9 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     std::fs::create_dir(&home).unwrap();
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
-    let theirs = live_verdicts(&gpgsm, &home);
+    let listing = live_listing(&gpgsm, &home);
+    let mut theirs = gpgsm_text_verdicts(&listing);
+    theirs.sort();
     let verdict = |c: &IssuedCert| theirs.iter().find(|v| v.0 == sha1(c)).map(|v| v.1.as_str()).unwrap_or("none");
     // What gpgsm 2.2.40 says (checked when this test was written).
     assert_eq!(verdict(&flipped), "bad: Bad certificate chain");
@@ -361,4 +376,7 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
         ours.sort();
         assert_eq!(ours, theirs, "--lookup {lookup}");
     }
+    // Every bracketed line, notes and verdict, as gpgsm words and orders them.
+    let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), kbx.to_str().unwrap()]);
+    assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing));
 }

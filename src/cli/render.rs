@@ -37,6 +37,9 @@ pub fn listing(l: &Listed) -> String {
         }
     }
     if let Some(v) = &l.validation {
+        for note in &v.notes {
+            let _ = writeln!(s, "  [{note}]");
+        }
         match v.reason {
             None => s.push_str("  [certificate is good]\n"),
             Some(r) => {

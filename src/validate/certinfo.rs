@@ -84,12 +84,13 @@ pub struct CertInfo {
     pub aki_keyid: Option<Vec<u8>>,
     /// authorityKeyIdentifier issuer (GnuPG's string form) and serial.
     pub aki_issuer_sn: Option<(Vec<u8>, Vec<u8>)>,
-    /// A critical extension gpgsm does not support (it then calls the
-    /// certificate unsupported).
-    pub unknown_critical: bool,
-    /// A certificatePolicies extension marked critical: gpgsm, without a
-    /// `policies.txt` naming them, reports "No policy match".
-    pub critical_policies: bool,
+    /// Critical extensions gpgsm does not support (it then calls the
+    /// certificate unsupported), as dotted OIDs.
+    pub unknown_critical: Vec<String>,
+    /// Whether a certificatePolicies extension is present, and if so
+    /// whether it is critical (gpgsm, without a `policies.txt` naming the
+    /// policies, then reports "No policy match").
+    pub policies: Option<bool>,
     /// Where the signed part (tbsCertificate) is in the DER.
     pub tbs: Range<usize>,
     /// Where the subjectPublicKeyInfo is in the DER.
@@ -120,8 +121,11 @@ impl CertInfo {
             unknown_critical: cert
                 .extensions()
                 .iter()
-                .any(|e| e.critical && !GPGSM_KNOWN_CRITICAL.contains(&e.oid.to_id_string().as_str())),
-            critical_policies: cert.extensions().iter().any(|e| e.critical && e.oid.to_id_string() == "2.5.29.32"),
+                .filter(|e| e.critical)
+                .map(|e| e.oid.to_id_string())
+                .filter(|oid| !GPGSM_KNOWN_CRITICAL.contains(&oid.as_str()))
+                .collect(),
+            policies: cert.extensions().iter().find(|e| e.oid.to_id_string() == "2.5.29.32").map(|e| e.critical),
             tbs: range_in(cert.as_raw(), cert.tbs_certificate.as_ref()),
             spki: range_in(cert.as_raw(), cert.public_key().raw),
         };
@@ -249,11 +253,11 @@ mod tests {
     #[test]
     fn critical_extensions_gpgsm_does_not_know_are_noticed() {
         let info = |oid: &[u64], critical| CertInfo::decode(&with_extension(oid, critical)).unwrap();
-        assert!(info(&[1, 2, 3, 4], true).unknown_critical);
-        assert!(!info(&[1, 2, 3, 4], false).unknown_critical);
+        assert_eq!(info(&[1, 2, 3, 4], true).unknown_critical, ["1.2.3.4"]);
+        assert!(info(&[1, 2, 3, 4], false).unknown_critical.is_empty());
         // nameConstraints is not in gpgsm's list; its validityModel is.
-        assert!(info(&[2, 5, 29, 30], true).unknown_critical);
-        assert!(!info(&[1, 3, 6, 1, 4, 1, 8301, 3, 5], true).unknown_critical);
+        assert_eq!(info(&[2, 5, 29, 30], true).unknown_critical, ["2.5.29.30"]);
+        assert!(info(&[1, 3, 6, 1, 4, 1, 8301, 3, 5], true).unknown_critical.is_empty());
     }
 
     #[test]
@@ -271,8 +275,9 @@ mod tests {
             params.self_signed(&key).unwrap().der().to_vec()
         };
         let critical = CertInfo::decode(&der(true)).unwrap();
-        assert!(critical.critical_policies && !critical.unknown_critical);
-        assert!(!CertInfo::decode(&der(false)).unwrap().critical_policies);
+        assert_eq!(critical.policies, Some(true));
+        assert!(critical.unknown_critical.is_empty());
+        assert_eq!(CertInfo::decode(&der(false)).unwrap().policies, Some(false));
     }
 
     #[test]

@@ -76,14 +76,19 @@ pub struct Validation {
     pub reason: Option<&'static str>,
     /// Fingerprints from the certificate up to where the chain ended.
     pub chain: Vec<String>,
+    /// What gpgsm notes on the way, in its words and order (the bracketed
+    /// lines it prints before the verdict).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Validation {
-    fn new(problem: Option<Problem>, chain: &[Cert]) -> Self {
+    fn new(problem: Option<Problem>, chain: &[Cert], notes: Vec<String>) -> Self {
         Self {
             status: if problem.is_none() { "good" } else { "bad" },
             reason: problem.map(Problem::reason),
             chain: chain.iter().map(|c| hex_upper(&c.fpr)).collect(),
+            notes,
         }
     }
 
@@ -120,12 +125,14 @@ impl<'t> Validator<'t> {
 
     fn walk(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
         let mut chain = vec![target.clone()];
+        let mut notes = Vec::new();
         let mut expired = false;
         let mut no_policy = false;
-        loop {
+        let mut at_root = false;
+        let verdict = loop {
             let subject = chain.last().expect("chain is never empty").clone();
             let Ok(info) = self.memo.info(&subject).cloned() else {
-                return Ok(Validation::new(Some(Problem::BadCertificate), &chain));
+                break Some(Problem::BadCertificate);
             };
             let is_root = subject.issuer == subject.subject
                 && (info.aki_keyid.is_none() && info.aki_issuer_sn.is_none()
@@ -134,91 +141,115 @@ impl<'t> Validator<'t> {
                         .aki_issuer_sn
                         .as_ref()
                         .is_some_and(|(i, s)| *i == subject.issuer && super::certinfo::serial_eq(s, &subject.serial)));
-            if is_root {
-                let problem = self.root_problem(&subject, &info, chain.len(), expired, no_policy);
-                // gpgsm clears the ephemeral flag of every certificate of a
-                // chain that reached a root, whatever the verdict.
-                let span = tracing::info_span!(target: "kbx::lookup", "chain_done", length = chain.len());
-                let entered = span.enter();
-                search.chain_done(&chain)?;
-                drop(entered);
-                return Ok(Validation::new(problem, &chain));
-            }
             // gpgsm's order: validity (a certificate not valid yet ends the
             // walk at once, an expired one only marks it), critical
-            // extensions, policies (marked only), then the issuer.
+            // extensions, policies (marked only), then the root's checks or
+            // the issuer.
+            let (young, old) = match (chain.len(), is_root) {
+                (1, _) => ("certificate not yet valid", "certificate has expired"),
+                (_, true) => ("root certificate not yet valid", "root certificate has expired"),
+                _ => ("intermediate certificate not yet valid", "intermediate certificate has expired"),
+            };
             if info.not_before > self.at {
-                return Ok(Validation::new(Some(Problem::TooYoung), &chain));
+                notes.push(young.into());
+                break Some(Problem::TooYoung);
             }
-            expired |= info.not_after < self.at;
-            if info.unknown_critical {
-                return Ok(Validation::new(Some(Problem::Unsupported), &chain));
+            if info.not_after < self.at {
+                notes.push(old.into());
+                expired = true;
             }
-            no_policy |= info.critical_policies;
+            if !info.unknown_critical.is_empty() {
+                notes.extend(
+                    info.unknown_critical
+                        .iter()
+                        .map(|oid| format!("critical certificate extension {oid} is not supported")),
+                );
+                break Some(Problem::Unsupported);
+            }
+            match info.policies {
+                Some(true) => {
+                    notes.push("certificate policy not allowed".into());
+                    no_policy = true;
+                }
+                Some(false) => notes.push("Note: non-critical certificate policy not allowed".into()),
+                None => {}
+            }
+            if is_root {
+                at_root = true;
+                break self.root_problem(&subject, &info, chain.len(), &mut notes).or_else(|| {
+                    if expired {
+                        Some(Problem::Expired)
+                    } else {
+                        no_policy.then_some(Problem::NoPolicyMatch)
+                    }
+                });
+            }
             if chain.len() >= MAX_CHAIN {
-                return Ok(Validation::new(Some(Problem::BadChain), &chain));
+                notes.push("certificate chain too long".into());
+                break Some(Problem::BadChain);
             }
             let Some(issuer) = self.find_up(&subject, search)? else {
-                return Ok(Validation::new(Some(Problem::MissingIssuer), &chain));
+                notes.push("issuer certificate not found".into());
+                break Some(Problem::MissingIssuer);
             };
             if chain.iter().any(|c| c.fpr == issuer.fpr) {
-                return Ok(Validation::new(Some(Problem::BadChain), &chain));
+                notes.push("certificate chain too long".into());
+                break Some(Problem::BadChain);
             }
-            if !self.memo.signature_ok(&subject, &issuer) {
-                // gpgsm reports a bad signature as a bad chain.
-                chain.push(issuer);
-                return Ok(Validation::new(Some(Problem::BadChain), &chain));
-            }
-            let Ok(issuer_info) = self.memo.info(&issuer).cloned() else {
-                chain.push(issuer);
-                return Ok(Validation::new(Some(Problem::BadCertificate), &chain));
-            };
+            let signed = self.memo.signature_ok(&subject, &issuer);
+            let issuer_info = self.memo.info(&issuer).cloned();
             // CAs below this issuer: every chain element but the target.
             let cas_below = chain.len() - 1;
             let relaxed_root = self.trust.relaxes(&issuer.fpr) && issuer.issuer == issuer.subject;
             chain.push(issuer);
+            if !signed {
+                // gpgsm reports a bad signature as a bad chain.
+                notes.push("certificate has a BAD signature".into());
+                break Some(Problem::BadChain);
+            }
+            let Ok(issuer_info) = issuer_info else { break Some(Problem::BadCertificate) };
             if !issuer_info.is_ca && !relaxed_root {
-                return Ok(Validation::new(Some(Problem::BadCa), &chain));
+                notes.push("issuer certificate is not marked as a CA".into());
+                break Some(Problem::BadCa);
             }
-            if issuer_info.is_ca && issuer_info.path_len.is_some_and(|n| (n as usize) < cas_below) {
-                return Ok(Validation::new(Some(Problem::BadChain), &chain));
+            if let Some(n) = issuer_info.path_len.filter(|&n| issuer_info.is_ca && (n as usize) < cas_below) {
+                notes.push(format!("certificate chain longer than allowed by CA ({n})"));
+                break Some(Problem::BadChain);
             }
+        };
+        // gpgsm clears the ephemeral flag of every certificate of a chain
+        // that reached a root, whatever the verdict.
+        if at_root {
+            let span = tracing::info_span!(target: "kbx::lookup", "chain_done", length = chain.len());
+            let _in = span.enter();
+            search.chain_done(&chain)?;
         }
+        Ok(Validation::new(verdict, &chain, notes))
     }
-
-    /// The verdict at a root, in gpgsm's order: validity, critical
-    /// extensions, the self-signature (checked only if the root is not
-    /// trusted), the CA flag (unless the trustlist says `relax`), trust;
-    /// then what was only marked on the way: expiry, then policies.
+    /// What is wrong with a root, in gpgsm's order: the self-signature
+    /// (checked only if the root is not trusted), the CA flag (unless the
+    /// trustlist says `relax`), trust.
     fn root_problem(
         &mut self,
         root: &Cert,
         info: &CertInfo,
         chain_len: usize,
-        expired: bool,
-        no_policy: bool,
+        notes: &mut Vec<String>,
     ) -> Option<Problem> {
-        if info.not_before > self.at {
-            return Some(Problem::TooYoung);
-        }
-        let expired = expired || info.not_after < self.at;
-        if info.unknown_critical {
-            return Some(Problem::Unsupported);
-        }
         let trusted = self.trust.trusts(&root.fpr);
         if !trusted && !self.memo.signature_ok(root, root) {
+            notes.push("self-signed certificate has a BAD signature".into());
             return Some(if chain_len == 1 { Problem::BadCertificate } else { Problem::BadChain });
         }
         if !info.is_ca && !self.trust.relaxes(&root.fpr) {
+            notes.push("issuer certificate is not marked as a CA".into());
             return Some(Problem::BadCa);
         }
         if !trusted {
+            notes.push("root certificate is not marked trusted".into());
             return Some(Problem::NotTrusted);
         }
-        if expired {
-            return Some(Problem::Expired);
-        }
-        (no_policy || info.critical_policies).then_some(Problem::NoPolicyMatch)
+        None
     }
 
     /// Remember a certificate decoded by the caller.

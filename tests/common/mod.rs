@@ -129,6 +129,24 @@ pub fn gpgsm_text_verdicts(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Every bracketed line gpgsm printed for each certificate (its notes, then
+/// the verdict), by fingerprint.
+pub fn gpgsm_text_notes(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(f) = line.strip_prefix("fingerprint: ") {
+            out.push((f.replace(':', ""), Vec::new()));
+        } else if let (Some(note), Some(last)) =
+            (line.strip_prefix('[').and_then(|l| l.strip_suffix(']')), out.last_mut())
+        {
+            last.1.push(note.to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
 /// A `tiny` keybox made by `gen` (and its trustlist) in a fresh directory.
 pub fn gen_tiny() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
