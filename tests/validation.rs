@@ -320,7 +320,7 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     }
     let sha1 = |c: &IssuedCert| {
         use sha1::Digest;
-        sha1::Sha1::digest(&c.der).iter().map(|b| format!("{b:02X}")).collect::<String>()
+        kbxscope::kbx::dump::hex_upper(&sha1::Sha1::digest(&c.der))
     };
     let all = [
         &root,

@@ -148,8 +148,8 @@ fn read_blob_kept<F: Read + Seek>(
         return Err(ReadBlobError::LengthTooShort { offset, length });
     }
     let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
-    let passed = keep.is_some_and(|k| k != ty) && ty != BlobType::Empty;
-    let skipped = ty == BlobType::Empty || length > IMAGELEN_LIMIT || passed;
+    let unwanted = keep.is_some_and(|k| k != ty) && ty != BlobType::Empty;
+    let skipped = ty == BlobType::Empty || length > IMAGELEN_LIMIT || unwanted;
     // A blob that is skipped, not read, must still end inside the file:
     // GnuPG would seek past the end and call it the end of the keybox.
     if skipped && offset.saturating_add(u64::from(length)) > r.limit() {
@@ -163,7 +163,7 @@ fn read_blob_kept<F: Read + Seek>(
         r.skip(rest).map_err(io)?;
         return Ok(Next::TooLarge { offset, length });
     }
-    if passed {
+    if unwanted {
         // The blob ends inside the file as it was at open (checked above);
         // a file cut short since then shows here.
         let passed = r.pass_over(rest).map_err(io)?;

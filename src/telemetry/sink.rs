@@ -79,10 +79,14 @@ impl Sink {
 /// # Errors
 /// The thread cannot be spawned.
 pub fn start() -> std::io::Result<()> {
-    if SINK.get().is_some() {
+    let mut first = false;
+    let sink = SINK.get_or_init(|| {
+        first = true;
+        Sink::new()
+    });
+    if !first {
         return Ok(());
     }
-    let sink = SINK.get_or_init(Sink::new);
     std::thread::Builder::new().name("metrics-sink".into()).spawn(move || loop {
         std::thread::sleep(INTERVAL);
         sink.empty();

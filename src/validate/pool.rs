@@ -128,7 +128,7 @@ impl CheckPool {
     /// One worker per core but the caller's: the caller is busy reading the
     /// file while the workers check.
     pub fn beside_caller() -> Self {
-        Self::start(cores().saturating_sub(1))
+        Self::start(std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1))
     }
 
     /// Queue a check.
@@ -157,11 +157,6 @@ impl Drop for CheckPool {
     fn drop(&mut self) {
         self.shared.close();
     }
-}
-
-/// The number of cores this process may use.
-pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]
