@@ -21,7 +21,7 @@ fn keybox() -> PathBuf {
     let path = std::env::temp_dir().join(format!("kbxscope-bench-small-v{}.kbx", kbxscope::gen::GENERATOR_VERSION));
     if !path.exists() {
         let g = kbxscope::gen::generate(&kbxscope::gen::Preset::Small.config(), &mut |_, _, _| {}).unwrap();
-        kbxscope::io::output::write_file(&path, &g.keybox, true).unwrap();
+        std::fs::write(&path, &g.keybox).unwrap();
     }
     path
 }

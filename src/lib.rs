@@ -55,7 +55,7 @@
 
 pub mod gen;
 pub mod io;
-pub mod kbx;
+pub use kbx_format as kbx;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use kbxscope::io::output::write_file;
+use super::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
 use kbxscope::sweep::GpgsmRow;
 
@@ -63,7 +63,7 @@ impl GpgsmRunner {
             }
         }
         if let Some(t) = trustlist {
-            let text = kbxscope::io::textfile::read_text(t, 1 << 20)?;
+            let text = super::textfile::read_text(t, 1 << 20)?;
             write_file(&home.path().join("trustlist.txt"), text.as_bytes(), true)?;
         }
         let probe =
@@ -118,8 +118,7 @@ impl GpgsmRunner {
             bail!("strace gpgsm failed: {status}");
         }
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
-        let events =
-            kbxscope::io::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?;
+        let events = super::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?;
         Ok(GpgsmRow { events, time_s: seconds })
     }
 }

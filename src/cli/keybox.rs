@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 
+use super::output::{ensure_dir, write_file, WriteError};
 use super::progress::Bar;
+use super::textfile::{is_file, read_text};
 use kbxscope::gen::cache::default_keybox_path;
 use kbxscope::gen::{generate, GenConfig, Generated, Preset};
-use kbxscope::io::output::{ensure_dir, write_file, WriteError};
-use kbxscope::io::textfile::{is_file, read_text};
 use kbxscope::io::{IoTally, KeyboxFile, OpenError};
 use kbxscope::validate::TrustList;
 

@@ -3,10 +3,12 @@
 pub mod args;
 mod gpgsm;
 mod keybox;
+pub mod output;
 mod progress;
 mod render;
 pub mod sweep;
 pub mod telemetry;
+pub mod textfile;
 pub mod trace;
 
 use std::io::{self, Write};

@@ -10,8 +10,8 @@ use anyhow::Result;
 use super::args::{LookupArg, SweepArgs};
 use super::gpgsm::GpgsmRunner;
 use super::keybox;
+use super::output::TempOutput;
 use super::progress::Bar;
-use kbxscope::io::output::TempOutput;
 use kbxscope::io::IoTally;
 use kbxscope::sweep::{self, export, median, plot, GpgsmRow, SizeResult, SweepSize, Workload};
 use kbxscope::validate::Lookup;
@@ -105,7 +105,7 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         Some(p) => {
             let given = (p.as_os_str() != "gpgsm").then_some(p.as_path());
             let trust = keybox::trustlist_path(&path);
-            let trust = a.trustlist.clone().or_else(|| kbxscope::io::textfile::is_file(&trust).then_some(trust));
+            let trust = a.trustlist.clone().or_else(|| super::textfile::is_file(&trust).then_some(trust));
             Some(GpgsmRunner::new(given, &path, trust.as_deref())?)
         }
     };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use kbxscope::io::output::write_file;
+use super::output::write_file;
 use kbxscope::telemetry::{self, DURATION_BUCKETS, READ_SIZE, SIZE_BUCKETS};
 
 /// What the user asked for.

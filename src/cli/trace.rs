@@ -18,7 +18,7 @@ use tracing_chrome::{ChromeLayerBuilder, FlushGuard};
 use tracing_subscriber::filter::DynFilterFn;
 use tracing_subscriber::prelude::*;
 
-use kbxscope::io::output::TempOutput;
+use super::output::TempOutput;
 
 /// How deep the trace goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]

@@ -1,7 +1,7 @@
 //! `gen`: realistic keyboxes with real keys, made in memory (no I/O).
 //!
 //! [`generate`] returns the bytes of a keybox and of its trustlist; the
-//! caller writes them (see [`crate::io::output`]). The keybox is what a
+//! caller writes them (the command line, through a temporary file). The keybox is what a
 //! long-lived GnuPG home accumulates: a header blob, then OpenPGP keys and
 //! X.509 certificates imported in bursts, each certificate's missing
 //! issuers imported just before it. Keys and certificates are real: every
@@ -14,7 +14,7 @@
 //! stream seeded with `seed`.
 
 pub mod cache;
-pub mod dn;
+
 pub mod names;
 pub mod openpgp;
 pub mod pki;

@@ -17,8 +17,8 @@ use rcgen::{
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::dn::gnupg_dn;
 use super::signer::{CertKey, KeyKind};
+use crate::kbx::dn::gnupg_dn;
 
 /// How the authorityKeyIdentifier names the issuer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,10 +17,8 @@ pub mod blob_reader;
 pub mod buffer_size;
 pub mod buffered;
 pub mod keybox_file;
-pub mod output;
 pub mod source;
 pub mod stats;
-pub mod textfile;
 
 pub use blob_reader::{read_blob, read_blob_of, Next, ReadBlobError};
 pub use buffer_size::{BufferSize, BufferSizeError};

@@ -8,7 +8,7 @@ use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::pool::{CheckPool, PairKey, SignatureCheck};
-use crate::gen::dn::gnupg_dn;
+use crate::kbx::dn::gnupg_dn;
 use crate::kbx::KeyBlob;
 
 /// A certificate found in the keybox, with the strings GnuPG stored for it.

@@ -78,7 +78,7 @@ mod tests {
     use super::*;
     use x509_parser::prelude::{FromDer, X509Certificate};
 
-    const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
+    const MIXED: &[u8] = include_bytes!("../../../tests/fixtures/gnupg-mixed.kbx");
 
     /// For every certificate GnuPG stored, our rendering of issuer and
     /// subject equals the strings in the blob.
@@ -88,8 +88,8 @@ mod tests {
         let mut checked = 0;
         while at < MIXED.len() {
             let len = u32::from_be_bytes(MIXED[at..at + 4].try_into().unwrap()) as usize;
-            if let Ok(crate::kbx::Blob::Key(k)) = crate::kbx::parse_blob(&MIXED[at..at + len]) {
-                if k.blob_type == crate::kbx::BlobType::X509 {
+            if let Ok(crate::Blob::Key(k)) = crate::parse_blob(&MIXED[at..at + len]) {
+                if k.blob_type == crate::BlobType::X509 {
                     let (_, cert) = X509Certificate::from_der(k.data()).unwrap();
                     assert_eq!(gnupg_dn(cert.issuer()).as_bytes(), k.x509_issuer().unwrap());
                     assert_eq!(gnupg_dn(cert.subject()).as_bytes(), k.x509_subject().unwrap());

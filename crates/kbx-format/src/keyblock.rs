@@ -185,9 +185,9 @@ pub fn gnupg_keyblock(packets: &[Packet<'_>], self_sig: impl Fn(usize) -> bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kbx::{parse_blob, Blob};
+    use crate::{parse_blob, Blob};
 
-    const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
+    const MIXED: &[u8] = include_bytes!("../../../tests/fixtures/gnupg-mixed.kbx");
 
     /// An OpenPGP blob's image, uid ranges (relative to the image) and signature count.
     type Image = (Vec<u8>, Vec<(u32, u32)>, u16);
@@ -199,7 +199,7 @@ mod tests {
         while at < MIXED.len() {
             let len = u32::from_be_bytes(MIXED[at..at + 4].try_into().unwrap()) as usize;
             if let Ok(Blob::Key(k)) = parse_blob(&MIXED[at..at + len]) {
-                if k.blob_type == crate::kbx::BlobType::OpenPgp {
+                if k.blob_type == crate::BlobType::OpenPgp {
                     let uids = k.uids().map(|u| (u.offset - k.data_offset, u.length)).collect();
                     out.push((k.data().to_vec(), uids, k.sig_count() as u16));
                 }

@@ -513,12 +513,12 @@ impl<'a> KeyBlob<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kbx::dump::dump_blob;
-    use crate::kbx::search::Pattern;
-    use crate::kbx::stats::KbxStats;
+    use crate::dump::dump_blob;
+    use crate::search::Pattern;
+    use crate::stats::KbxStats;
     use proptest::prelude::*;
 
-    const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
+    const MIXED: &[u8] = include_bytes!("../../../tests/fixtures/gnupg-mixed.kbx");
 
     /// The blobs of the mixed fixture.
     fn fixture_blobs() -> Vec<&'static [u8]> {
@@ -570,7 +570,7 @@ mod tests {
             for p in ["alice", "<a@b>", "@b", "/CN=x", "#01/CN=y", "0x12345678", "1234567890ABCDEF"] {
                 let _ = Pattern::parse(p).unwrap().matches(&k);
             }
-            let _ = crate::kbx::checksum::verify(bytes, k.unhashed_len());
+            let _ = crate::checksum::verify(bytes, k.unhashed_len());
         }
     }
 

@@ -172,8 +172,8 @@ pub fn encode_key_blob(k: &KeyBlobSpec) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kbx::checksum::verify;
-    use crate::kbx::{parse_blob, Blob, KeyBlob};
+    use crate::checksum::verify;
+    use crate::{parse_blob, Blob, KeyBlob};
 
     fn spec_of(k: &KeyBlob<'_>) -> KeyBlobSpec {
         let data_off = k.data_offset;
@@ -203,8 +203,8 @@ mod tests {
     #[test]
     fn reencodes_gnupg_blobs_byte_for_byte() {
         for bytes in [
-            &include_bytes!("../../tests/fixtures/gnupg-mixed.kbx")[..],
-            &include_bytes!("../../tests/fixtures/gnupg-deleted.kbx")[..],
+            &include_bytes!("../../../tests/fixtures/gnupg-mixed.kbx")[..],
+            &include_bytes!("../../../tests/fixtures/gnupg-deleted.kbx")[..],
         ] {
             let mut at = 0;
             let mut keys = 0;
