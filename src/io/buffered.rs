@@ -128,11 +128,6 @@ impl<F: Read + Seek> BufferedReader<F> {
         &mut self.stats
     }
 
-    /// The wrapped reader.
-    pub fn get_ref(&self) -> &F {
-        &self.inner
-    }
-
     /// Unwrap, returning the reader and the counters (pending metric
     /// counts are flushed first).
     pub fn into_parts(mut self) -> (F, IoStats) {

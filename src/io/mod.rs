@@ -20,7 +20,7 @@ pub mod keybox_file;
 pub mod source;
 pub mod stats;
 
-pub use blob_reader::{read_blob, read_blob_of, Next, ReadBlobError};
+pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
 pub use keybox_file::{IoTally, KeyboxFile, OpenError};
