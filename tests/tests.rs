@@ -12,3 +12,4 @@ mod sweep;
 mod telemetry;
 mod trace;
 mod validation;
+mod x509_algorithms;
