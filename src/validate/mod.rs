@@ -4,6 +4,8 @@
 //! * [`certinfo`]: the parts of a certificate validation looks at, decoded
 //!   and signature-checked once per run;
 //! * [`chain`]: chain building and gpgsm's verdicts;
+//! * [`sigverify`]: signature checks with the algorithms gpgsm verifies
+//!   ([`weierstrass`]: ECDSA on the curves RustCrypto has no crate for);
 //! * [`pool`]: signature checks on worker threads, queued while the
 //!   `index` strategy is still reading;
 //! * [`search`]: the `gnupg`, `scan` and `index` lookup strategies — what
@@ -13,7 +15,9 @@ pub mod certinfo;
 pub mod chain;
 pub mod pool;
 pub mod search;
+pub mod sigverify;
 pub mod trustlist;
+pub mod weierstrass;
 
 #[cfg(test)]
 mod tests;
