@@ -4,8 +4,8 @@
 //! * [`certinfo`]: the parts of a certificate validation looks at, decoded
 //!   and signature-checked once per run;
 //! * [`chain`]: chain building and gpgsm's verdicts;
-//! * [`sigverify`]: signature checks with the algorithms gpgsm verifies
-//!   ([`weierstrass`]: ECDSA on the curves RustCrypto has no crate for);
+//! * [`sigverify`]: signature checks with the algorithms gpgsm verifies,
+//!   each through its RustCrypto crate;
 //! * [`pool`]: signature checks on worker threads, queued while the
 //!   `index` strategy is still reading;
 //! * [`search`]: the `gnupg`, `scan` and `index` lookup strategies — what
@@ -17,7 +17,6 @@ pub mod pool;
 pub mod search;
 pub mod sigverify;
 pub mod trustlist;
-pub mod weierstrass;
 
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,9 @@
 //!   MGF hash, and `rsassaPss` keys are refused.
 //! * ECDSA with SHA-1 or SHA-2 on NIST P-192/224/256/384, secp256k1 and
 //!   brainpoolP256r1/P384r1/P512r1 (any hash on any curve). P-521 is
-//!   refused ("Internal error").
+//!   refused ("Internal error"). kbxscope verifies each curve with its
+//!   RustCrypto crate; brainpoolP512r1 has none, so kbxscope refuses it
+//!   where gpgsm verifies it (the one known difference).
 //! * DSA, Ed25519 and Ed448 are refused ("General error").
 //!
 //! gpgsm reports every refusal as a bad signature, so a refusal here is
@@ -25,8 +27,6 @@ use sha2::{Digest, Sha224, Sha256, Sha384, Sha512};
 use x509_parser::prelude::{AlgorithmIdentifier, FromDer, SubjectPublicKeyInfo};
 use x509_parser::public_key::PublicKey;
 use x509_parser::signature_algorithm::RsaSsaPssParams;
-
-use super::weierstrass::Curve;
 
 /// The digests certificate signatures use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,39 +186,38 @@ fn verify_pss(key: &RsaPublicKey, hash: Hash, digest: &[u8], sig: &[u8]) -> bool
     key.verify(pss, digest, sig).is_ok()
 }
 
-/// ECDSA on the curve with dotted OID `curve`.
+/// ECDSA verification of `(r, s)` over `digest` with the key `point`
+/// (SEC1), on one RustCrypto curve: `$ecdsa` is that curve's generation
+/// of the `ecdsa` crate, `$curve` the curve type, `$size` its order's
+/// length in bytes.
+macro_rules! ecdsa_verify {
+    ($ecdsa:path, $curve:ty, $size:expr, $point:expr, $digest:expr, $r:expr, $s:expr) => {{
+        use ecdsa::signature::hazmat::PrehashVerifier;
+        use $ecdsa as ecdsa;
+        let (Some(r), Some(s)) = (fit_left($r, $size), fit_left($s, $size)) else { return false };
+        let (Ok(key), Ok(sig)) = (
+            ecdsa::VerifyingKey::<$curve>::from_sec1_bytes($point),
+            ecdsa::Signature::<$curve>::from_slice(&[r, s].concat()),
+        ) else {
+            return false;
+        };
+        key.verify_prehash(&prehash($digest, $size), &sig).is_ok()
+    }};
+}
+
+/// ECDSA on the curve with dotted OID `curve`, each with its RustCrypto
+/// crate. brainpoolP512r1, which gpgsm verifies too, has no RustCrypto
+/// crate: kbxscope refuses it (see the README).
 fn verify_ecdsa(curve: &str, point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) -> bool {
-    use p256::ecdsa::signature::hazmat::PrehashVerifier;
     match curve {
-        "1.2.840.10045.3.1.7" => {
-            let (Ok(key), Some(r), Some(s)) =
-                (p256::ecdsa::VerifyingKey::from_sec1_bytes(point), fit_left(r, 32), fit_left(s, 32))
-            else {
-                return false;
-            };
-            let Ok(sig) = p256::ecdsa::Signature::from_scalars(
-                *p256::FieldBytes::from_slice(&r),
-                *p256::FieldBytes::from_slice(&s),
-            ) else {
-                return false;
-            };
-            key.verify_prehash(&prehash(digest, 32), &sig).is_ok()
-        }
-        "1.3.132.0.34" => {
-            let (Ok(key), Some(r), Some(s)) =
-                (p384::ecdsa::VerifyingKey::from_sec1_bytes(point), fit_left(r, 48), fit_left(s, 48))
-            else {
-                return false;
-            };
-            let Ok(sig) = p384::ecdsa::Signature::from_scalars(
-                *p384::FieldBytes::from_slice(&r),
-                *p384::FieldBytes::from_slice(&s),
-            ) else {
-                return false;
-            };
-            key.verify_prehash(&prehash(digest, 48), &sig).is_ok()
-        }
-        other => Curve::by_oid(other).is_some_and(|c| c.verify_prehash(point, digest, r, s)),
+        "1.2.840.10045.3.1.1" => ecdsa_verify!(ecdsa_016, p192::NistP192, 24, point, digest, r, s),
+        "1.3.132.0.33" => ecdsa_verify!(ecdsa_016, p224::NistP224, 28, point, digest, r, s),
+        "1.2.840.10045.3.1.7" => ecdsa_verify!(ecdsa_016, p256::NistP256, 32, point, digest, r, s),
+        "1.3.132.0.34" => ecdsa_verify!(ecdsa_016, p384::NistP384, 48, point, digest, r, s),
+        "1.3.132.0.10" => ecdsa_verify!(ecdsa_016, k256::Secp256k1, 32, point, digest, r, s),
+        "1.3.36.3.3.2.8.1.1.7" => ecdsa_verify!(ecdsa_017, bp256::BrainpoolP256r1, 32, point, digest, r, s),
+        "1.3.36.3.3.2.8.1.1.11" => ecdsa_verify!(ecdsa_017, bp384::BrainpoolP384r1, 48, point, digest, r, s),
+        _ => false,
     }
 }
 
