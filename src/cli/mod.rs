@@ -66,6 +66,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     telemetry.finish()?;
     for change in tally.changes() {
+        let change = render::keybox_change(&change);
         eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
     }
     if let Some(format) = cli.io_summary {

@@ -1,16 +1,26 @@
-//! Installing the Prometheus exporter (`--metrics-listen`, `--metrics-out`,
+//! Installing the metrics (`--metrics-listen`, `--metrics-out`,
 //! `--linger`). Without those flags nothing is installed: no recorder, no
-//! thread, no port.
+//! observer, no thread, no port.
+//!
+//! Two sources make one exposition: kbxscope's own file-event families
+//! ([`IoMetrics`], fed by the I/O layer as an observer) and the Prometheus
+//! exporter's recorder for the few families emitted through the `metrics`
+//! facade. `/metrics` is served here, by a small HTTP/1.1 responder on
+//! std's `TcpListener`: `GET` or `HEAD /metrics` answers the exposition
+//! with the text format's content type (`version=0.0.4`), any other path
+//! 404, another method on `/metrics` 405.
 
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::output::write_file;
-use kbxscope::telemetry::{self, DURATION_BUCKETS, READ_SIZE, SIZE_BUCKETS};
+use kbxscope::telemetry::{self, IoMetrics, COMMAND_BUCKETS, COMMAND_DURATION};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -23,68 +33,122 @@ pub struct TelemetryOptions {
     pub out: Option<PathBuf>,
 }
 
-/// The installed exporter, if any.
+/// Both sources of the exposition.
+#[derive(Clone)]
+struct Sources {
+    exporter: PrometheusHandle,
+    io: Arc<IoMetrics>,
+}
+
+impl Sources {
+    fn render(&self) -> String {
+        let mut text = self.exporter.render();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text + &self.io.render()
+    }
+}
+
+/// The installed metrics, if any.
 pub struct Telemetry {
-    handle: Option<PrometheusHandle>,
+    sources: Option<Sources>,
+    /// The address actually bound (the real port for `:0`).
+    bound: Option<SocketAddr>,
     options: TelemetryOptions,
 }
 
-/// How often histogram samples are drained into their buckets. The
-/// exporter keeps every sample until then (its default is 5 s: tens of
-/// megabytes at a million file events a second).
-const UPKEEP: Duration = Duration::from_millis(100);
+/// The content type of the Prometheus text format.
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-fn builder() -> Result<PrometheusBuilder> {
-    Ok(PrometheusBuilder::new()
-        .upkeep_timeout(UPKEEP)
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)?
-        .set_buckets_for_metric(Matcher::Full(READ_SIZE.into()), &SIZE_BUCKETS)?)
+/// Requests larger than this are refused (a scrape is a few hundred bytes).
+const MAX_REQUEST: usize = 8192;
+
+/// Answer one connection: read the request head, answer, close.
+fn answer(mut stream: TcpStream, sources: &Sources) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut head = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 || head.len() + n > MAX_REQUEST {
+            return Ok(());
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|b| *b == b' ');
+    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+    let (status, body, extra) = match (path == b"/metrics", method) {
+        (true, b"GET" | b"HEAD") => ("200 OK", sources.render(), ""),
+        (true, _) => ("405 Method Not Allowed", "use GET /metrics\n".to_string(), "Allow: GET, HEAD\r\n"),
+        (false, _) => ("404 Not Found", "kbxscope serves /metrics only\n".to_string(), ""),
+    };
+    let content_type = if status.starts_with("200") { CONTENT_TYPE } else { "text/plain; charset=utf-8" };
+    let mut response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if method != b"HEAD" {
+        response.extend_from_slice(body.as_bytes());
+    }
+    stream.write_all(&response)
+}
+
+/// Serve `/metrics` on `listener` from a thread of its own, one short
+/// thread per connection.
+fn serve(listener: TcpListener, sources: Sources) -> Result<()> {
+    std::thread::Builder::new().name("metrics-http".into()).spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let sources = sources.clone();
+            // A client error only ends its own connection.
+            let _ = std::thread::Builder::new().name("metrics-conn".into()).spawn(move || answer(stream, &sources));
+        }
+    })?;
+    Ok(())
 }
 
 impl Telemetry {
-    /// Install the exporter if any option asks for one. A port in use is an
+    /// Install the metrics if any option asks for them. A port in use is an
     /// error here, before any work starts.
     ///
     /// # Errors
     /// The exporter cannot be built or the address cannot be bound.
     pub fn install(options: TelemetryOptions) -> Result<Self> {
         if options.listen.is_none() && options.out.is_none() {
-            return Ok(Self { handle: None, options });
+            return Ok(Self { sources: None, bound: None, options });
         }
-        let handle = match options.listen {
-            Some(addr) => {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-                let (recorder, exporter) = {
-                    let _guard = runtime.enter();
-                    builder()?
-                        .with_http_listener(addr)
-                        .build()
-                        .with_context(|| format!("cannot serve metrics on {addr}"))?
-                };
-                let handle = recorder.handle();
-                std::thread::Builder::new().name("metrics-http".into()).spawn(move || runtime.block_on(exporter))?;
-                metrics::set_global_recorder(recorder)?;
-                handle
-            }
-            None => {
-                let recorder = builder()?.build_recorder();
-                let handle = recorder.handle();
-                metrics::set_global_recorder(recorder)?;
-                // Without the HTTP listener no upkeep task is spawned:
-                // drain the histogram samples here.
-                let upkeep = handle.clone();
-                std::thread::Builder::new().name("metrics-upkeep".into()).spawn(move || loop {
-                    std::thread::sleep(UPKEEP);
-                    upkeep.run_upkeep();
-                })?;
-                handle
-            }
+        let listener = match options.listen {
+            Some(addr) => Some(TcpListener::bind(addr).with_context(|| format!("cannot serve metrics on {addr}"))?),
+            None => None,
         };
-        telemetry::sink::start()?;
-        telemetry::enable();
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(COMMAND_DURATION.into()), &COMMAND_BUCKETS)?
+            .build_recorder();
+        let sources = Sources { exporter: recorder.handle(), io: Arc::new(IoMetrics::default()) };
+        metrics::set_global_recorder(recorder)?;
+        if kbxscope::io::set_observer(sources.io.clone()).is_err() {
+            anyhow::bail!("metrics were already installed");
+        }
         telemetry::describe();
+        telemetry::zero_series();
         telemetry::build_info();
-        Ok(Self { handle: Some(handle), options })
+        let mut bound = None;
+        if let Some(listener) = listener {
+            let addr = listener.local_addr()?;
+            if !addr.ip().is_loopback() {
+                eprintln!(
+                    "kbxscope: warning: metrics on {addr} are reachable from other hosts, without authentication"
+                );
+            }
+            eprintln!("kbxscope: serving metrics on http://{addr}/metrics");
+            serve(listener, sources.clone())?;
+            bound = Some(addr);
+        }
+        Ok(Self { sources: Some(sources), bound, options })
     }
 
     /// After the work: linger for scrapers, then write `--metrics-out`.
@@ -92,15 +156,13 @@ impl Telemetry {
     /// # Errors
     /// The exposition file cannot be written.
     pub fn finish(self) -> Result<()> {
-        let Some(handle) = self.handle else { return Ok(()) };
-        telemetry::sink::drain();
-        handle.run_upkeep();
-        if let (Some(addr), Some(linger)) = (self.options.listen, self.options.linger) {
+        let Some(sources) = self.sources else { return Ok(()) };
+        if let (Some(addr), Some(linger)) = (self.bound, self.options.linger) {
             eprintln!("kbxscope: serving metrics on http://{addr}/metrics for {:.0?} more (Ctrl-C ends it)", linger);
             std::thread::sleep(linger);
         }
         if let Some(path) = &self.options.out {
-            write_file(path, handle.render().as_bytes(), true)?;
+            write_file(path, sources.render().as_bytes(), true)?;
         }
         Ok(())
     }

@@ -179,9 +179,7 @@ fn read_blob_kept<F: Read + Seek>(
     if (body as u64) < rest {
         return Err(ReadBlobError::Truncated { offset, length, got: (BLOB_PREFIX_LEN + body) as u64 });
     }
-    if let Some(m) = r.metrics() {
-        m.blob(ty);
-    }
+    r.count_blob(ty);
     Ok(Next::Blob { offset })
 }
 

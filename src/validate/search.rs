@@ -119,9 +119,7 @@ fn scan_x509<F: Read + Seek>(
             if r.consume(rest)? < rest {
                 return Err(bad("truncated blob"));
             }
-            if let Some(m) = r.metrics() {
-                m.blob(ty);
-            }
+            r.count_blob(ty);
             continue;
         }
         image.clear();
@@ -130,9 +128,7 @@ fn scan_x509<F: Read + Seek>(
         if (r.read(&mut image[BLOB_PREFIX_LEN..])? as u64) < rest {
             return Err(bad("truncated blob"));
         }
-        if let Some(m) = r.metrics() {
-            m.blob(ty);
-        }
+        r.count_blob(ty);
         let Ok(Blob::Key(blob)) = parse_blob(image) else { continue };
         if blob.is_ephemeral() && !ephemeral {
             continue;
