@@ -31,6 +31,59 @@ pub struct TelemetryOptions {
     pub linger: Option<Duration>,
     /// Write the exposition here at exit.
     pub out: Option<PathBuf>,
+    /// Push the exposition to this Pushgateway at exit.
+    pub push: Option<PushUrl>,
+}
+
+/// `--metrics-push`: a Pushgateway's `http://HOST:PORT[/PREFIX]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushUrl {
+    /// `HOST:PORT`, as given.
+    authority: String,
+    /// The path before `/metrics/job/…`, without a trailing slash.
+    prefix: String,
+}
+
+impl std::fmt::Display for PushUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}{}", self.authority, self.prefix)
+    }
+}
+
+/// `--metrics-push`: `http://HOST:PORT` with an optional path prefix.
+pub fn parse_push_url(s: &str) -> Result<PushUrl, String> {
+    let bad = || format!("expected a Pushgateway URL such as http://127.0.0.1:9091; got '{s}'");
+    let rest = s.strip_prefix("http://").ok_or_else(bad)?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let port = authority.rsplit_once(':').map(|(_, p)| p).ok_or_else(bad)?;
+    if port.parse::<u16>().is_err() || authority.starts_with(':') || path.contains(['?', '#', ' ']) {
+        return Err(bad());
+    }
+    Ok(PushUrl { authority: authority.to_string(), prefix: path.trim_end_matches('/').to_string() })
+}
+
+/// PUT `body` as job `kbxscope` (replacing the job's previous push).
+fn push(url: &PushUrl, body: &str) -> Result<()> {
+    let fail = || format!("cannot push metrics to {url}");
+    let mut stream = TcpStream::connect(url.authority.as_str()).with_context(fail)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).with_context(fail)?;
+    stream.set_write_timeout(Some(Duration::from_secs(10))).with_context(fail)?;
+    let request = format!(
+        "PUT {}/metrics/job/kbxscope HTTP/1.1\r\nHost: {}\r\nContent-Type: {CONTENT_TYPE}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        url.prefix,
+        url.authority,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).with_context(fail)?;
+    let mut answer = Vec::new();
+    stream.take(64 * 1024).read_to_end(&mut answer).with_context(fail)?;
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.lines().next().unwrap_or_default();
+    if !(status.starts_with("HTTP/1.1 2") || status.starts_with("HTTP/1.0 2")) {
+        let why = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b.trim()).lines().next().unwrap_or_default();
+        anyhow::bail!("{}: the Pushgateway answered '{status}' {why}", fail());
+    }
+    Ok(())
 }
 
 /// Both sources of the exposition.
@@ -118,7 +171,7 @@ impl Telemetry {
     /// # Errors
     /// The exporter cannot be built or the address cannot be bound.
     pub fn install(options: TelemetryOptions) -> Result<Self> {
-        if options.listen.is_none() && options.out.is_none() {
+        if options.listen.is_none() && options.out.is_none() && options.push.is_none() {
             return Ok(Self { sources: None, bound: None, options });
         }
         let listener = match options.listen {
@@ -151,18 +204,24 @@ impl Telemetry {
         Ok(Self { sources: Some(sources), bound, options })
     }
 
-    /// After the work: linger for scrapers, then write `--metrics-out`.
+    /// After the work: set the batch-job gauges (`success`: the command
+    /// succeeded), linger for scrapers, write `--metrics-out`, push to
+    /// `--metrics-push`.
     ///
     /// # Errors
-    /// The exposition file cannot be written.
-    pub fn finish(self) -> Result<()> {
+    /// The exposition file cannot be written or the push failed.
+    pub fn finish(self, success: bool) -> Result<()> {
         let Some(sources) = self.sources else { return Ok(()) };
+        telemetry::run_ended(success);
         if let (Some(addr), Some(linger)) = (self.bound, self.options.linger) {
             eprintln!("kbxscope: serving metrics on http://{addr}/metrics for {:.0?} more (Ctrl-C ends it)", linger);
             std::thread::sleep(linger);
         }
         if let Some(path) = &self.options.out {
             write_file(path, sources.render().as_bytes(), true)?;
+        }
+        if let Some(url) = &self.options.push {
+            push(url, &sources.render())?;
         }
         Ok(())
     }
@@ -204,6 +263,16 @@ mod tests {
         assert!(parse_duration("25h").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn push_urls() {
+        let u = parse_push_url("http://127.0.0.1:9091").unwrap();
+        assert_eq!((u.authority.as_str(), u.prefix.as_str()), ("127.0.0.1:9091", ""));
+        assert_eq!(parse_push_url("http://gw.example:80/pg/").unwrap().prefix, "/pg");
+        for bad in ["https://h:1", "http://h", "http://:9091", "http://h:x", "h:9091", "http://h:1/a?b"] {
+            assert!(parse_push_url(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

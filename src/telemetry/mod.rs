@@ -53,6 +53,10 @@ pub const CERTIFICATES_VALIDATED: &str = "kbx_certificates_validated_total";
 pub const COMMAND_DURATION: &str = "kbx_command_duration_seconds";
 /// Always 1, labelled with the `version`.
 pub const BUILD_INFO: &str = "kbx_build_info";
+/// When the last command ended (Unix time), for batch-job alerts.
+pub const LAST_RUN_TIMESTAMP: &str = "kbx_last_run_timestamp_seconds";
+/// 1 if the last command succeeded, else 0.
+pub const LAST_RUN_SUCCESS: &str = "kbx_last_run_success";
 
 /// Histogram buckets for command durations: 1 ms to 10 min.
 pub const COMMAND_BUCKETS: [f64; 17] =
@@ -69,6 +73,15 @@ pub fn describe() {
     describe_counter!(CERTIFICATES_VALIDATED, Unit::Count, "X.509 certificates validated, by result.");
     describe_histogram!(COMMAND_DURATION, Unit::Seconds, "Wall time of a kbxscope command.");
     describe_gauge!(BUILD_INFO, Unit::Count, "Always 1; the version label says which kbxscope this is.");
+    describe_gauge!(LAST_RUN_TIMESTAMP, Unit::Seconds, "When the last kbxscope command ended, in Unix time.");
+    describe_gauge!(LAST_RUN_SUCCESS, Unit::Count, "1 if the last kbxscope command succeeded, else 0.");
+}
+
+/// Set the batch-job gauges: the command ended now, and whether it succeeded.
+pub fn run_ended(success: bool) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    metrics::gauge!(LAST_RUN_TIMESTAMP).set(now.as_secs_f64());
+    metrics::gauge!(LAST_RUN_SUCCESS).set(if success { 1.0 } else { 0.0 });
 }
 
 /// The file-event families, per buffer size: the sum of every delta the
@@ -195,10 +208,11 @@ pub fn zero_series() {
     }
 }
 
-/// Record a command's wall time.
-pub fn command_finished(command: &'static str, buffer_size: u64, took: Duration) {
-    histogram!(COMMAND_DURATION, "command" => command, "buffer_size" => buffer_size.to_string())
-        .record(took.as_secs_f64());
+/// Record a command's wall time, labelled with its buffer size in bytes,
+/// or `sweep` for a sweep (which ran several).
+pub fn command_finished(command: &'static str, buffer_size: Option<u64>, took: Duration) {
+    let size = buffer_size.map_or_else(|| "sweep".to_string(), |b| b.to_string());
+    histogram!(COMMAND_DURATION, "command" => command, "buffer_size" => size).record(took.as_secs_f64());
 }
 
 /// Set the build-info gauge.
