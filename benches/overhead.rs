@@ -1,20 +1,21 @@
 //! What telemetry costs on the hot path: GnuPG-style rescans of a keybox
 //! file through the instrumented layer at 8 KiB (the most file events per
-//! byte), with no recorder, with the Prometheus recorder, and with tracing
-//! at each level (Chrome layer writing to a sink).
+//! byte), with metrics off, with metrics on (the handles report to
+//! [`IoMetrics`], as with `--metrics-listen`), and with tracing at each
+//! level (Chrome layer writing to a sink).
 //!
 //! `cargo bench --bench overhead`; the numbers are in BENCHMARKS.md.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
-use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
-use kbxscope::telemetry::{DURATION_BUCKETS, READ_SIZE, SIZE_BUCKETS};
+use kbxscope::io::{BufferSize, IoObserver, IoTally, KeyboxFile};
+use kbxscope::telemetry::IoMetrics;
 
 /// A `small` keybox (5 MiB), made once.
 fn keybox() -> PathBuf {
@@ -27,8 +28,8 @@ fn keybox() -> PathBuf {
 }
 
 /// Ten GnuPG-style rescans: rewind, read every blob completely.
-fn rescans(path: &Path) -> u64 {
-    let tally = IoTally::new(BufferSize::Bytes(8192));
+fn rescans(path: &Path, observer: Option<Arc<dyn IoObserver>>) -> u64 {
+    let tally = IoTally::with_observer(BufferSize::Bytes(8192), observer);
     let mut f = KeyboxFile::open(path, &tally).unwrap();
     for _ in 0..10 {
         f.rewind().unwrap();
@@ -44,8 +45,8 @@ fn overhead(c: &mut Criterion) {
     let size = std::fs::metadata(&path).unwrap().len();
     let mut g = c.benchmark_group("rescans_8k");
     g.throughput(Throughput::Bytes(10 * size)).sample_size(15).measurement_time(Duration::from_secs(4));
-    // Telemetry off: the binary without --metrics-*; no handles at all.
-    g.bench_function("no recorder", |b| b.iter(|| rescans(&path)));
+    // Telemetry off: the binary without --metrics-*; no observer.
+    g.bench_function("metrics off", |b| b.iter(|| rescans(&path, None)));
     // Tracing alone (metrics still off).
     for (level, targets) in [
         ("command", &["kbx::command"][..]),
@@ -58,37 +59,17 @@ fn overhead(c: &mut Criterion) {
         let filter = targets.iter().fold(Targets::new(), |t, target| t.with_target(*target, tracing::Level::TRACE));
         let subscriber = tracing_subscriber::registry().with(chrome.with_filter(filter));
         tracing::subscriber::with_default(subscriber, || {
-            g.bench_function(format!("tracing {level}"), |b| b.iter(|| rescans(&path)));
+            g.bench_function(format!("tracing {level}"), |b| b.iter(|| rescans(&path, None)));
         });
         drop(guard);
     }
-    // Metrics on: from here on tallies register handles.
-    kbxscope::telemetry::enable();
-    let recorder = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)
-        .unwrap()
-        .set_buckets_for_metric(Matcher::Full(READ_SIZE.into()), &SIZE_BUCKETS)
-        .unwrap()
-        .build_recorder();
-    let handle = recorder.handle();
-    // What the library does without the sink thread: every flush recorded
-    // on the scanning thread.
-    g.bench_function("prometheus recorder, inline", |b| {
+    // Metrics on: every handle buckets its events and reports to IoMetrics;
+    // rendering once per iteration stands in for a scrape.
+    let metrics = Arc::new(IoMetrics::default());
+    g.bench_function("metrics on", |b| {
         b.iter(|| {
-            let n = metrics::with_local_recorder(&recorder, || rescans(&path));
-            handle.run_upkeep();
-            n
-        })
-    });
-    // What the binary does: flushes recorded on the sink thread. The timed
-    // iteration waits for the sink and drains the exporter's samples into
-    // its buckets, so nothing is left for later.
-    kbxscope::telemetry::sink::start().unwrap();
-    g.bench_function("prometheus recorder", |b| {
-        b.iter(|| {
-            let n = metrics::with_local_recorder(&recorder, || rescans(&path));
-            kbxscope::telemetry::sink::drain();
-            handle.run_upkeep();
+            let n = rescans(&path, Some(metrics.clone()));
+            std::hint::black_box(metrics.render());
             n
         })
     });

@@ -17,10 +17,11 @@
 //! * [`workload`] — what a user does: `stats`, `dump`, `list`, `find`, each
 //!   a pass over a [`io::BufferedReader`] that returns values.
 //!
-//! * [`telemetry`] — metric names and the handles the I/O layer updates
-//!   through the `metrics` facade (no-ops until the binary installs the
-//!   Prometheus exporter); samples are bucketed per handle and flushed,
-//!   through [`telemetry::sink`] once the binary starts it.
+//! * [`telemetry`] — the metrics: [`telemetry::IoMetrics`] receives each
+//!   handle's counters as deltas (an [`io::IoObserver`]; `io` never
+//!   imports telemetry) and renders the file-event families itself; the
+//!   rare families go through the `metrics` facade (no-ops until the
+//!   binary installs the Prometheus exporter).
 //! * [`gen`] and [`validate`] — realistic keyboxes, and gpgsm-like X.509
 //!   validation with three lookup strategies (signature checks on worker
 //!   threads, [`validate::pool`]).

@@ -42,6 +42,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub metrics_out: Option<PathBuf>,
 
+    /// At exit, push the metrics to a Prometheus Pushgateway at URL
+    /// (http://HOST:PORT), as job "kbxscope".
+    #[arg(long, global = true, value_name = "URL", value_parser = super::telemetry::parse_push_url)]
+    pub metrics_push: Option<super::telemetry::PushUrl>,
+
     /// Write a Chrome trace (for Perfetto or chrome://tracing) of the command.
     #[arg(long, global = true, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,

@@ -45,6 +45,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         listen: cli.metrics_listen,
         linger: cli.linger,
         out: cli.metrics_out.clone(),
+        push: cli.metrics_push.clone(),
     })?;
     let trace = match &cli.trace_out {
         Some(path) => Some(trace::install(path, cli.trace_level, cli.trace_max_events)?),
@@ -60,12 +61,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         let _in = span.enter();
         dispatch(&cli.command, &tally)
     };
-    kbxscope::telemetry::command_finished(name, cli.kbx_buffer_size.bytes() as u64, started.elapsed());
+    let size = (!matches!(cli.command, Command::Sweep(_))).then(|| cli.kbx_buffer_size.bytes() as u64);
+    kbxscope::telemetry::command_finished(name, size, started.elapsed());
     if let Some(t) = trace {
         t.finish()?;
     }
-    telemetry.finish()?;
+    telemetry.finish(result.as_ref().is_ok_and(|c| *c == ExitCode::SUCCESS))?;
     for change in tally.changes() {
+        let change = render::keybox_change(&change);
         eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
     }
     if let Some(format) = cli.io_summary {

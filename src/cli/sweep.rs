@@ -226,6 +226,7 @@ fn table(path: &Path, workload: &Workload, results: &[SizeResult], with_gpgsm: b
     }
     for r in results {
         for change in &r.keybox_changed {
+            let change = super::render::keybox_change(change);
             let _ = writeln!(s, "note: at size {}, the keybox {change}; this row measured a changed file", r.label);
         }
     }

@@ -184,9 +184,7 @@ pub fn read_blob<F: Read + Seek>(
             return Err(ReadBlobError::Truncated { offset, length, got: BLOB_PREFIX_LEN as u64 + done });
         }
         if take == Take::Consume {
-            if let Some(m) = r.metrics() {
-                m.blob(ty);
-            }
+            r.count_blob(ty);
         }
         return Ok(Next::Passed { offset, blob_type: ty });
     }
@@ -197,9 +195,7 @@ pub fn read_blob<F: Read + Seek>(
     if (body as u64) < rest {
         return Err(ReadBlobError::Truncated { offset, length, got: (BLOB_PREFIX_LEN + body) as u64 });
     }
-    if let Some(m) = r.metrics() {
-        m.blob(ty);
-    }
+    r.count_blob(ty);
     Ok(Next::Blob { offset })
 }
 

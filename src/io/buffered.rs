@@ -21,153 +21,48 @@
 //! [`IoStats`]: no lock, no allocation.
 
 use std::io::{self, Read, Seek, SeekFrom};
-use std::time::Instant;
 
 use super::buffer_size::BufferSize;
+use super::event::{timed, tracing_events};
+use super::observe::Reporter;
 use super::stats::{FileOp, IoStats};
-use crate::telemetry::{IoMetrics, PendingCounts};
+use crate::kbx::BlobType;
 
-/// A trace span for one system call (target `kbx::event`): `op`, the
-/// bytes asked for, the buffer size; `offset` is recorded for seeks.
-/// Disabled (a few nanoseconds) unless a trace at `event` level is on.
-pub fn event_span(op: FileOp, bytes: usize, buffer_size: u64) -> tracing::Span {
-    macro_rules! span {
-        ($name:literal) => {
-            tracing::info_span!(target: "kbx::event", $name, op = %$name, bytes, buffer_size, offset = tracing::field::Empty)
-        };
-    }
-    match op {
-        FileOp::Open => span!("open"),
-        FileOp::Read => span!("read"),
-        FileOp::Seek => span!("seek"),
-        FileOp::Close => span!("close"),
-        FileOp::Stat => span!("stat"),
-    }
-}
-
-/// A counting, buffered reader over `F`.
+/// The file under the buffer and everything counted on it: each system
+/// call goes through [`timed`], then to the reporter, if any.
 #[derive(Debug)]
-pub struct BufferedReader<F> {
+struct Counted<F> {
     inner: F,
-    buf: Box<[u8]>,
-    /// Next byte to hand out, as an index into `buf`.
-    pos: usize,
-    /// Valid bytes in `buf`.
-    filled: usize,
-    /// File offset of `buf[0]` (unbuffered: the current position).
-    buf_start: u64,
     stats: IoStats,
-    metrics: Option<IoMetrics>,
-    pending: PendingCounts,
+    reporter: Option<Reporter>,
+    /// Whether a trace wants event spans (asked once, at creation).
+    trace: bool,
     /// The file's size when it was opened: bytes beyond it (appended while
     /// reading) are not handed out, so one handle sees one consistent file.
     limit: u64,
 }
 
-impl<F: Read + Seek> BufferedReader<F> {
-    /// Wrap `inner`, positioned at offset 0, with a buffer of `size`.
-    ///
-    /// The buffer is allocated here, once (at most 1 GiB, see
-    /// [`BufferSize`]).
-    pub fn new(inner: F, size: BufferSize) -> Self {
-        Self {
-            inner,
-            buf: vec![0u8; size.bytes()].into_boxed_slice(),
-            pos: 0,
-            filled: 0,
-            buf_start: 0,
-            stats: IoStats::new(size.bytes() as u64),
-            metrics: None,
-            pending: PendingCounts::default(),
-            limit: u64::MAX,
+impl<F: Read + Seek> Counted<F> {
+    /// After each event: let the reporter hand on a batch.
+    #[inline]
+    fn ticked(&mut self) {
+        if let Some(r) = &mut self.reporter {
+            r.tick(&self.stats);
         }
-    }
-
-    /// Treat `len` as the end of the file: what `read(2)` returns beyond it
-    /// (a writer appending meanwhile) is counted in
-    /// [`IoStats::beyond_end`] and not handed out. The system calls stay
-    /// the same: the read that would have found the end of the file is the
-    /// one that finds the appended bytes.
-    #[must_use]
-    pub fn with_limit(mut self, len: u64) -> Self {
-        self.limit = len;
-        self
-    }
-
-    /// Also report every event to these metric handles.
-    #[must_use]
-    pub fn with_metrics(mut self, metrics: IoMetrics) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-
-    /// The metric handles, if any.
-    pub fn metrics(&self) -> Option<&IoMetrics> {
-        self.metrics.as_ref()
-    }
-
-    /// The end of the file as this handle sees it: its size at open
-    /// ([`with_limit`](Self::with_limit)), or `u64::MAX` when unknown.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
-    /// The logical position: the offset of the next byte [`read`](Self::read) returns.
-    pub fn position(&self) -> u64 {
-        self.buf_start + self.pos as u64
-    }
-
-    /// The counters so far.
-    pub fn stats(&self) -> &IoStats {
-        &self.stats
-    }
-
-    /// The counters, for the owner to add the events it issues itself
-    /// (open, stat, close).
-    pub fn stats_mut(&mut self) -> &mut IoStats {
-        &mut self.stats
-    }
-
-    /// Unwrap, returning the reader and the counters (pending metric
-    /// counts are flushed first).
-    pub fn into_parts(mut self) -> (F, IoStats) {
-        if let Some(m) = &self.metrics {
-            m.flush(&mut self.pending);
-        }
-        (self.inner, self.stats)
     }
 
     /// One timed `read(2)` into `into` at file offset `at` (retried, and
     /// counted again, if interrupted); what lies beyond `limit` is cut off.
-    #[allow(clippy::too_many_arguments)]
-    fn sys_read(
-        inner: &mut F,
-        stats: &mut IoStats,
-        metrics: Option<&IoMetrics>,
-        pending: &mut PendingCounts,
-        into: &mut [u8],
-        at: u64,
-        limit: u64,
-    ) -> io::Result<usize> {
+    fn read(&mut self, into: &mut [u8], at: u64) -> io::Result<usize> {
         loop {
-            let span = event_span(FileOp::Read, into.len(), stats.buffer_size);
-            let _in = span.enter();
-            let start = Instant::now();
-            let r = inner.read(into);
-            let took = start.elapsed();
-            stats.record(FileOp::Read, took);
-            if let Some(m) = metrics {
-                m.timed(FileOp::Read, took, pending);
-            }
+            let inner = &mut self.inner;
+            let r = timed(&mut self.stats, self.trace, FileOp::Read, Some(at), || inner.read(into), |n| Some(*n));
+            self.ticked();
             match r {
                 Ok(n) => {
-                    stats.bytes_read += n as u64;
-                    if let Some(m) = metrics {
-                        m.read_result(n, pending);
-                    }
-                    let allowed = usize::try_from(limit.saturating_sub(at)).unwrap_or(usize::MAX);
+                    let allowed = usize::try_from(self.limit.saturating_sub(at)).unwrap_or(usize::MAX);
                     if n > allowed {
-                        stats.beyond_end += (n - allowed) as u64;
+                        self.stats.beyond_end += (n - allowed) as u64;
                         return Ok(allowed);
                     }
                     return Ok(n);
@@ -178,38 +73,110 @@ impl<F: Read + Seek> BufferedReader<F> {
         }
     }
 
+    /// One timed `lseek(2)` to an absolute offset.
+    fn seek(&mut self, to: u64) -> io::Result<()> {
+        let inner = &mut self.inner;
+        let r =
+            timed(&mut self.stats, self.trace, FileOp::Seek, Some(to), || inner.seek(SeekFrom::Start(to)), |_| None);
+        self.ticked();
+        r.map(|_| ())
+    }
+}
+
+/// A counting, buffered reader over `F`.
+#[derive(Debug)]
+pub struct BufferedReader<F> {
+    file: Counted<F>,
+    buf: Box<[u8]>,
+    /// Next byte to hand out, as an index into `buf`.
+    pos: usize,
+    /// Valid bytes in `buf`.
+    filled: usize,
+    /// File offset of `buf[0]` (unbuffered: the current position).
+    buf_start: u64,
+}
+
+/// What a closing handle hands back to its owner.
+pub(crate) struct Parts<F> {
+    pub(crate) inner: F,
+    pub(crate) stats: IoStats,
+    pub(crate) reporter: Option<Reporter>,
+    pub(crate) trace: bool,
+    /// The buffer, for the next handle of the same size.
+    pub(crate) buf: Box<[u8]>,
+}
+
+impl<F: Read + Seek> BufferedReader<F> {
+    /// Wrap `inner`, positioned at offset 0, with a buffer of `size`.
+    ///
+    /// The buffer is allocated here, once (at most 1 GiB, see
+    /// [`BufferSize`]).
+    pub fn new(inner: F, size: BufferSize) -> Self {
+        let stats = IoStats::new(size.bytes() as u64);
+        Self::from_parts(inner, vec![0u8; size.bytes()].into_boxed_slice(), stats, None, tracing_events())
+    }
+
+    /// Wrap `inner` with a buffer that is already there (its contents are
+    /// never handed out before a read fills them), counters that may hold
+    /// the owner's events so far, and an optional reporter.
+    pub(crate) fn from_parts(
+        inner: F,
+        buf: Box<[u8]>,
+        stats: IoStats,
+        reporter: Option<Reporter>,
+        trace: bool,
+    ) -> Self {
+        Self { file: Counted { inner, stats, reporter, trace, limit: u64::MAX }, buf, pos: 0, filled: 0, buf_start: 0 }
+    }
+
+    /// Treat `len` as the end of the file: what `read(2)` returns beyond it
+    /// (a writer appending meanwhile) is counted in
+    /// [`IoStats::beyond_end`] and not handed out. The system calls stay
+    /// the same: the read that would have found the end of the file is the
+    /// one that finds the appended bytes.
+    #[must_use]
+    pub fn with_limit(mut self, len: u64) -> Self {
+        self.file.limit = len;
+        self
+    }
+
+    /// The end of the file as this handle sees it: its size at open
+    /// ([`with_limit`](Self::with_limit)), or `u64::MAX` when unknown.
+    pub fn limit(&self) -> u64 {
+        self.file.limit
+    }
+
+    /// The logical position: the offset of the next byte [`read`](Self::read) returns.
+    pub fn position(&self) -> u64 {
+        self.buf_start + self.pos as u64
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> &IoStats {
+        &self.file.stats
+    }
+
+    /// Count one blob read completely (the blob reader calls this).
+    #[inline]
+    pub fn count_blob(&mut self, ty: BlobType) {
+        self.file.stats.record_blob(ty);
+    }
+
+    /// Unwrap into the file, the counters, the reporter and the buffer.
+    pub(crate) fn into_parts(self) -> Parts<F> {
+        let Counted { inner, stats, reporter, trace, .. } = self.file;
+        Parts { inner, stats, reporter, trace, buf: self.buf }
+    }
+
     /// Refill the empty buffer with one `read(2)` of its whole capacity;
     /// `false` at end of file.
     fn refill(&mut self) -> io::Result<bool> {
         self.buf_start += self.filled as u64;
         self.pos = 0;
         self.filled = 0;
-        let n = Self::sys_read(
-            &mut self.inner,
-            &mut self.stats,
-            self.metrics.as_ref(),
-            &mut self.pending,
-            &mut self.buf,
-            self.buf_start,
-            self.limit,
-        )?;
+        let n = self.file.read(&mut self.buf, self.buf_start)?;
         self.filled = n;
         Ok(n > 0)
-    }
-
-    /// One timed `lseek(2)` to an absolute offset.
-    fn sys_seek(&mut self, to: u64) -> io::Result<()> {
-        let span = event_span(FileOp::Seek, 0, self.stats.buffer_size);
-        span.record("offset", to);
-        let _in = span.enter();
-        let start = Instant::now();
-        let r = self.inner.seek(SeekFrom::Start(to));
-        let took = start.elapsed();
-        self.stats.record(FileOp::Seek, took);
-        if let Some(m) = &self.metrics {
-            m.timed(FileOp::Seek, took, &mut self.pending);
-        }
-        r.map(|_| ())
     }
 
     /// One logical read: fill `out` completely unless the end of the file
@@ -218,20 +185,11 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// # Errors
     /// The operating system's error from `read(2)`.
     pub fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.stats.logical_reads += 1;
-        self.pending.logical_reads += 1;
+        self.file.stats.logical_reads += 1;
         let mut done = 0;
         if self.buf.is_empty() {
             while done < out.len() {
-                let n = Self::sys_read(
-                    &mut self.inner,
-                    &mut self.stats,
-                    self.metrics.as_ref(),
-                    &mut self.pending,
-                    &mut out[done..],
-                    self.buf_start,
-                    self.limit,
-                )?;
+                let n = self.file.read(&mut out[done..], self.buf_start)?;
                 if n == 0 {
                     break;
                 }
@@ -261,22 +219,13 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// # Errors
     /// The operating system's error from `read(2)`.
     pub fn consume(&mut self, n: u64) -> io::Result<u64> {
-        self.stats.logical_reads += 1;
-        self.pending.logical_reads += 1;
+        self.file.stats.logical_reads += 1;
         let mut done = 0u64;
         if self.buf.is_empty() {
             let mut scratch = [0u8; 8192];
             while done < n {
                 let want = (n - done).min(scratch.len() as u64) as usize;
-                let got = Self::sys_read(
-                    &mut self.inner,
-                    &mut self.stats,
-                    self.metrics.as_ref(),
-                    &mut self.pending,
-                    &mut scratch[..want],
-                    self.buf_start,
-                    self.limit,
-                )?;
+                let got = self.file.read(&mut scratch[..want], self.buf_start)?;
                 if got == 0 {
                     break;
                 }
@@ -306,7 +255,7 @@ impl<F: Read + Seek> BufferedReader<F> {
             self.pos = (target - self.buf_start) as usize;
             return Ok(());
         }
-        self.sys_seek(target)?;
+        self.file.seek(target)?;
         self.buf_start = target;
         self.pos = 0;
         self.filled = 0;

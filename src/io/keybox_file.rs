@@ -18,25 +18,48 @@ use std::os::fd::IntoRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::Instant;
+use std::sync::Arc;
+
+use serde::Serialize;
 
 use super::buffer_size::BufferSize;
 use super::buffered::BufferedReader;
+use super::event::{timed, tracing_events};
+use super::observe::{observer, IoObserver, Reporter};
 use super::stats::{FileOp, IoStats};
-use crate::telemetry::IoMetrics;
 
 /// The running total of the file events of every handle opened with it.
 ///
 /// Cloning gives another reference to the same total. Handles add their
 /// counters when they close, so the per-event cost stays in the handle.
-#[derive(Debug, Clone)]
+/// Closed handles leave their buffers here for the next handle: a lookup
+/// that opens thousands of handles allocates as many buffers as it ever
+/// had open at once, not one per open.
+#[derive(Clone)]
 pub struct IoTally {
     buffer_size: BufferSize,
-    total: Rc<RefCell<IoStats>>,
-    /// Metric handles, when telemetry is on ([`crate::telemetry::enable`]):
-    /// without them the hot path does no metrics work at all.
-    metrics: Option<IoMetrics>,
+    shared: Rc<RefCell<Shared>>,
+    /// The process-wide observer when [`IoTally::new`] ran (telemetry on):
+    /// without one the hot path does no metrics work at all.
+    observer: Option<Arc<dyn IoObserver>>,
     watch: Rc<RefCell<Watch>>,
+}
+
+impl std::fmt::Debug for IoTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoTally")
+            .field("buffer_size", &self.buffer_size)
+            .field("total", &self.shared.borrow().total)
+            .field("observed", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    total: IoStats,
+    /// Buffers of closed handles, ready for reuse.
+    free: Vec<Box<[u8]>>,
 }
 
 /// What identifies the file a handle opened: device, inode, size and
@@ -65,12 +88,41 @@ impl FileIdentity {
     }
 }
 
+/// How the keybox changed while kbxscope read it. Serializes with a
+/// `kind` field and the numbers, for machine-readable reports; the
+/// command line words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KeyboxChange {
+    /// Another file was renamed into place (new device or inode).
+    Replaced {
+        /// Size of the first file seen, in bytes.
+        old_len: u64,
+        /// Size of the new file, in bytes.
+        new_len: u64,
+    },
+    /// The same file has another size.
+    Resized {
+        /// Size at the first open, in bytes.
+        old_len: u64,
+        /// Size at a later open, in bytes.
+        new_len: u64,
+    },
+    /// The same file, same size, with a new modification time.
+    ModifiedInPlace,
+    /// Bytes were appended while a handle read it; they were not used.
+    Grew {
+        /// Bytes `read(2)` returned past the file's size at open.
+        unused_bytes: u64,
+    },
+}
+
 /// The file the first handle saw, and every change later handles found.
 #[derive(Debug, Default)]
 struct Watch {
     first: Option<FileIdentity>,
     seen: Vec<FileIdentity>,
-    changes: Vec<String>,
+    changes: Vec<KeyboxChange>,
 }
 
 impl Watch {
@@ -84,23 +136,30 @@ impl Watch {
         }
         self.seen.push(id);
         self.changes.push(if (id.dev, id.ino) != (first.dev, first.ino) {
-            format!("was replaced by another file (renamed into place): {} → {} bytes", first.len, id.len)
+            KeyboxChange::Replaced { old_len: first.len, new_len: id.len }
         } else if id.len != first.len {
-            format!("changed size: {} → {} bytes", first.len, id.len)
+            KeyboxChange::Resized { old_len: first.len, new_len: id.len }
         } else {
-            "was modified in place (same size, new modification time)".to_string()
+            KeyboxChange::ModifiedInPlace
         });
     }
 }
 
 impl IoTally {
-    /// A zeroed tally for handles with buffers of `buffer_size`. Its metric
-    /// handles are registered here, with the recorder installed now.
+    /// A zeroed tally for handles with buffers of `buffer_size`. Its handles
+    /// report to the process-wide observer set now, if any
+    /// ([`crate::io::set_observer`]).
     pub fn new(buffer_size: BufferSize) -> Self {
+        Self::with_observer(buffer_size, observer())
+    }
+
+    /// A zeroed tally whose handles report to `observer` (or to nobody).
+    pub fn with_observer(buffer_size: BufferSize, observer: Option<Arc<dyn IoObserver>>) -> Self {
+        let total = IoStats::new(buffer_size.bytes() as u64);
         Self {
             buffer_size,
-            total: Rc::new(RefCell::new(IoStats::new(buffer_size.bytes() as u64))),
-            metrics: crate::telemetry::enabled().then(|| IoMetrics::register(buffer_size.bytes() as u64)),
+            shared: Rc::new(RefCell::new(Shared { total, free: Vec::new() })),
+            observer,
             watch: Rc::default(),
         }
     }
@@ -108,18 +167,18 @@ impl IoTally {
     /// A zeroed tally for another buffer size that compares the files its
     /// handles open with the same first file as this one (a sweep's sizes).
     pub fn sibling(&self, buffer_size: BufferSize) -> Self {
-        Self { watch: self.watch.clone(), ..Self::new(buffer_size) }
+        Self { watch: self.watch.clone(), ..Self::with_observer(buffer_size, self.observer.clone()) }
     }
 
-    /// How the keybox changed while it was read, one sentence each: another
-    /// file renamed into place, a new size or modification time seen by a
-    /// later open, bytes appended while a handle was reading. Empty when
-    /// every handle saw the same file.
-    pub fn changes(&self) -> Vec<String> {
+    /// How the keybox changed while it was read: another file renamed into
+    /// place, a new size or modification time seen by a later open (each
+    /// once, in the order found), then bytes appended while a handle was
+    /// reading. Empty when every handle saw the same file.
+    pub fn changes(&self) -> Vec<KeyboxChange> {
         let mut out = self.watch.borrow().changes.clone();
-        let beyond = self.total.borrow().beyond_end;
+        let beyond = self.shared.borrow().total.beyond_end;
         if beyond > 0 {
-            out.push(format!("grew while being read: {beyond} byte(s) past its size at open were not used"));
+            out.push(KeyboxChange::Grew { unused_bytes: beyond });
         }
         out
     }
@@ -131,11 +190,30 @@ impl IoTally {
 
     /// The counters of every handle closed so far.
     pub fn snapshot(&self) -> IoStats {
-        self.total.borrow().clone()
+        self.shared.borrow().total.clone()
     }
 
-    fn add(&self, stats: &IoStats) {
-        self.total.borrow_mut().merge(stats);
+    /// Counters for a new handle: with histograms when it is observed.
+    fn fresh_stats(&self) -> IoStats {
+        let size = self.buffer_size.bytes() as u64;
+        if self.observer.is_some() {
+            IoStats::with_histograms(size)
+        } else {
+            IoStats::new(size)
+        }
+    }
+
+    /// A buffer for a new handle: a closed handle's, else a new one.
+    fn take_buffer(&self) -> Box<[u8]> {
+        self.shared.borrow_mut().free.pop().unwrap_or_else(|| vec![0u8; self.buffer_size.bytes()].into_boxed_slice())
+    }
+
+    /// A handle closed: add its counters, report the rest of them.
+    fn settle(&self, stats: &IoStats, reporter: Option<Reporter>) {
+        if let Some(mut r) = reporter {
+            r.report(stats);
+        }
+        self.shared.borrow_mut().total.merge(stats);
     }
 }
 
@@ -169,40 +247,29 @@ pub struct KeyboxFile {
     tally: IoTally,
 }
 
-fn timed_open(path: &Path, flags: i32, stats: &mut IoStats, metrics: Option<&IoMetrics>) -> io::Result<File> {
-    let span = super::buffered::event_span(FileOp::Open, 0, stats.buffer_size);
-    let _in = span.enter();
-    let start = Instant::now();
-    let r = OpenOptions::new().read(true).custom_flags(flags).open(path);
-    let took = start.elapsed();
-    stats.record(FileOp::Open, took);
-    if let Some(m) = metrics {
-        m.event(FileOp::Open, took);
-    }
-    r
-}
-
-/// Close the file with exactly one `close(2)`.
+/// Close the file with exactly one `close(2)`, timed and counted.
 ///
 /// Dropping a `File` would do the same in release builds, but debug builds
 /// of the standard library first call `fcntl(fd, F_GETFD)` to check that the
 /// descriptor is still open: an extra system call on the keybox that the
 /// counts would have to leave out. So the descriptor is closed by hand.
-fn timed_close(file: File, stats: &mut IoStats, metrics: Option<&IoMetrics>) {
+fn timed_close(file: File, stats: &mut IoStats, trace: bool) {
     let fd = file.into_raw_fd();
-    let span = super::buffered::event_span(FileOp::Close, 0, stats.buffer_size);
-    let _in = span.enter();
-    let start = Instant::now();
-    // SAFETY: `into_raw_fd` handed us sole ownership of `fd`, which is open
-    // (it came from a successful open) and is closed here exactly once;
-    // nothing else refers to it afterwards.
-    #[allow(unsafe_code)]
-    let _ = unsafe { libc::close(fd) };
-    let took = start.elapsed();
-    stats.record(FileOp::Close, took);
-    if let Some(m) = metrics {
-        m.event(FileOp::Close, took);
-    }
+    let _ = timed(
+        stats,
+        trace,
+        FileOp::Close,
+        None,
+        || {
+            // SAFETY: `into_raw_fd` handed us sole ownership of `fd`, which
+            // is open (it came from a successful open) and is closed here
+            // exactly once; nothing else refers to it afterwards.
+            #[allow(unsafe_code)]
+            let rc = unsafe { libc::close(fd) };
+            Ok::<i32, ()>(rc)
+        },
+        |_| None,
+    );
 }
 
 fn file_kind(ft: std::fs::FileType) -> &'static str {
@@ -228,30 +295,25 @@ impl KeyboxFile {
     /// [`OpenError`] when the system refuses or the path is not a regular
     /// file. The events of a failed open are still added to `tally`.
     pub fn open(path: &Path, tally: &IoTally) -> Result<Self, OpenError> {
-        let mut stats = IoStats::new(tally.buffer_size.bytes() as u64);
-        let base = libc::O_NONBLOCK;
-        let m = tally.metrics.as_ref();
-        let opened = match timed_open(path, base | libc::O_NOATIME, &mut stats, m) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => timed_open(path, base, &mut stats, m),
+        let trace = tracing_events();
+        let mut stats = tally.fresh_stats();
+        let reporter = tally.observer.clone().map(|o| Reporter::new(o, stats.buffer_size));
+        let mut open = |flags: i32| {
+            let opener = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | flags).clone();
+            timed(&mut stats, trace, FileOp::Open, None, || opener.open(path), |_| None)
+        };
+        let opened = match open(libc::O_NOATIME) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0),
             other => other,
         };
         let file = match opened {
             Ok(f) => f,
-            Err(source) => {
-                tally.add(&stats);
-                return Err(OpenError::Io { path: path.to_path_buf(), error: source });
+            Err(error) => {
+                tally.settle(&stats, reporter);
+                return Err(OpenError::Io { path: path.to_path_buf(), error });
             }
         };
-        let span = super::buffered::event_span(FileOp::Stat, 0, stats.buffer_size);
-        let entered = span.enter();
-        let start = Instant::now();
-        let meta = file.metadata();
-        let took = start.elapsed();
-        stats.record(FileOp::Stat, took);
-        if let Some(m) = m {
-            m.event(FileOp::Stat, took);
-        }
-        drop(entered);
+        let meta = timed(&mut stats, trace, FileOp::Stat, None, || file.metadata(), |_| None);
         let identity = match meta {
             Ok(meta) if meta.file_type().is_file() => Ok(FileIdentity::of(&meta)),
             Ok(meta) => Err(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(meta.file_type()) }),
@@ -260,17 +322,14 @@ impl KeyboxFile {
         let identity = match identity {
             Ok(id) => id,
             Err(err) => {
-                timed_close(file, &mut stats, m);
-                tally.add(&stats);
+                timed_close(file, &mut stats, trace);
+                tally.settle(&stats, reporter);
                 return Err(err);
             }
         };
         tally.watch.borrow_mut().observe(identity);
-        let mut reader = BufferedReader::new(file, tally.buffer_size).with_limit(identity.len);
-        if let Some(metrics) = &tally.metrics {
-            reader = reader.with_metrics(metrics.clone());
-        }
-        reader.stats_mut().merge(&stats);
+        let reader =
+            BufferedReader::from_parts(file, tally.take_buffer(), stats, reporter, trace).with_limit(identity.len);
         Ok(Self { reader: Some(reader), tally: tally.clone() })
     }
 
@@ -297,9 +356,10 @@ impl DerefMut for KeyboxFile {
 impl Drop for KeyboxFile {
     fn drop(&mut self) {
         if let Some(reader) = self.reader.take() {
-            let (file, mut stats) = reader.into_parts();
-            timed_close(file, &mut stats, self.tally.metrics.as_ref());
-            self.tally.add(&stats);
+            let mut parts = reader.into_parts();
+            timed_close(parts.inner, &mut parts.stats, parts.trace);
+            self.tally.shared.borrow_mut().free.push(parts.buf);
+            self.tally.settle(&parts.stats, parts.reporter);
         }
     }
 }
@@ -348,7 +408,7 @@ mod tests {
         let s = tally.snapshot();
         assert_eq!(s.events, calm_tally.snapshot().events, "the same calls as on the unchanged file");
         assert_eq!(s.beyond_end, 300);
-        assert_eq!(tally.changes(), ["grew while being read: 300 byte(s) past its size at open were not used"]);
+        assert_eq!(tally.changes(), [KeyboxChange::Grew { unused_bytes: 300 }]);
     }
 
     /// Later opens that find another file (renamed into place) or a new
@@ -370,7 +430,7 @@ mod tests {
         assert_eq!(read_all(&mut f).len(), 120);
         drop(f);
         drop(KeyboxFile::open(&path, &other).unwrap());
-        assert_eq!(tally.changes(), ["was replaced by another file (renamed into place): 100 → 120 bytes"]);
+        assert_eq!(tally.changes(), [KeyboxChange::Replaced { old_len: 100, new_len: 120 }]);
         assert_eq!(other.changes(), tally.changes());
     }
 }

@@ -10,19 +10,25 @@
 //! * [`BufferSize`]: `--kbx-buffer-size`, with GnuPG's meaning;
 //! * [`BufferedReader`]: the one buffer, over any `Read + Seek`;
 //! * [`KeyboxFile`]: a read-only open of a path, closed on drop, adding its
-//!   counters to an [`IoTally`];
+//!   counters to an [`IoTally`] (which also keeps closed handles' buffers
+//!   for reuse);
+//! * [`IoObserver`]: who else receives the counters, as deltas (telemetry
+//!   implements it; `io` never imports telemetry);
 //! * [`read_blob`]: GnuPG's blob-at-a-time read pattern on top.
 
 pub mod blob_reader;
 pub mod buffer_size;
 pub mod buffered;
+mod event;
 pub mod keybox_file;
+pub mod observe;
 pub mod source;
 pub mod stats;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
-pub use keybox_file::{IoTally, KeyboxFile, OpenError};
+pub use keybox_file::{IoTally, KeyboxChange, KeyboxFile, OpenError};
+pub use observe::{set_observer, IoObserver};
 pub use source::{MemoryOpener, Opener, PathOpener};
-pub use stats::{FileOp, IoStats, PerOp};
+pub use stats::{FileOp, IoStats, PerBlobType, PerOp};

@@ -1,8 +1,179 @@
-//! What the I/O layer counts: file events (system calls) and logical reads.
+//! What the I/O layer counts: file events (system calls), logical reads,
+//! blobs read and — for observed handles — the fixed-bucket distributions
+//! of event durations and read sizes.
+//!
+//! [`IoStats`] is the one place an event is counted. Everything else
+//! (the `--io-summary`, a sweep's rows, the Prometheus families) is read
+//! from it, so the numbers agree by construction.
 
 use std::time::Duration;
 
 use serde::Serialize;
+
+use crate::kbx::BlobType;
+
+/// Upper bounds (inclusive, nanoseconds) of the event-duration buckets:
+/// 1 µs to 1 s, four per decade. Above the last is `+Inf`.
+pub const DURATION_BOUNDS_NS: [u64; 25] = [
+    1_000,
+    1_780,
+    3_160,
+    5_620,
+    10_000,
+    17_800,
+    31_600,
+    56_200,
+    100_000,
+    178_000,
+    316_000,
+    562_000,
+    1_000_000,
+    1_780_000,
+    3_160_000,
+    5_620_000,
+    10_000_000,
+    17_800_000,
+    31_600_000,
+    56_200_000,
+    100_000_000,
+    178_000_000,
+    316_000_000,
+    562_000_000,
+    1_000_000_000,
+];
+
+/// Upper bounds (inclusive, bytes) of the read-size buckets, after
+/// Darshan's access-size bins. Above the last is `+Inf`.
+pub const SIZE_BOUNDS: [u64; 10] =
+    [0, 100, 1024, 10_240, 102_400, 1_048_576, 4_194_304, 10_485_760, 104_857_600, 1_073_741_824];
+
+/// Counts per bucket of a fixed-bucket histogram with `S - 1` bounds (the
+/// last slot is `+Inf`). Not cumulative: each sample is in one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buckets<const S: usize>(pub [u64; S]);
+
+impl<const S: usize> Default for Buckets<S> {
+    fn default() -> Self {
+        Self([0; S])
+    }
+}
+
+impl<const S: usize> Buckets<S> {
+    /// Count `value` in the first bucket whose bound is `>=` it (Prometheus'
+    /// `le`). A linear scan from the smallest bound: file events land in the
+    /// first few buckets, where the scan's branches are predictable.
+    #[inline]
+    fn record(&mut self, bounds: &[u64], value: u64) {
+        let i = bounds.iter().position(|b| value <= *b).unwrap_or(bounds.len());
+        self.0[i] += 1;
+    }
+
+    /// Samples in all buckets.
+    pub fn count(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    fn merge(&mut self, other: &Self) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a += b;
+        }
+    }
+
+    fn minus(&self, earlier: &Self) -> Self {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(earlier.0.iter()) {
+            *a -= b;
+        }
+        out
+    }
+}
+
+/// Slots of a duration histogram (bounds plus `+Inf`).
+pub const DURATION_SLOTS: usize = DURATION_BOUNDS_NS.len() + 1;
+/// Slots of a read-size histogram (bounds plus `+Inf`).
+pub const SIZE_SLOTS: usize = SIZE_BOUNDS.len() + 1;
+
+/// Where every event of an observed handle fell: duration buckets per
+/// operation and size buckets of `read(2)` results. Their sums are the
+/// matching [`IoStats`] fields (`time_ns`, `bytes_read`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventHistograms {
+    /// Event durations, per operation in [`FileOp::ALL`] order.
+    pub durations: [Buckets<DURATION_SLOTS>; 5],
+    /// Bytes returned by each successful `read(2)`.
+    pub read_sizes: Buckets<SIZE_SLOTS>,
+}
+
+impl EventHistograms {
+    fn merge(&mut self, other: &Self) {
+        for (a, b) in self.durations.iter_mut().zip(other.durations.iter()) {
+            a.merge(b);
+        }
+        self.read_sizes.merge(&other.read_sizes);
+    }
+
+    fn minus(&self, earlier: &Self) -> Self {
+        let mut out = self.clone();
+        for (a, b) in out.durations.iter_mut().zip(earlier.durations.iter()) {
+            *a = a.minus(b);
+        }
+        out.read_sizes = self.read_sizes.minus(&earlier.read_sizes);
+        out
+    }
+}
+
+/// Blobs read completely, by type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PerBlobType {
+    /// Empty (deleted) blobs.
+    pub empty: u64,
+    /// The header blob.
+    pub header: u64,
+    /// OpenPGP keyblocks.
+    pub openpgp: u64,
+    /// X.509 certificates.
+    pub x509: u64,
+    /// Blobs of a type kbxscope does not know.
+    pub unknown: u64,
+}
+
+impl PerBlobType {
+    /// Every type's label, in the order of [`PerBlobType::values`].
+    pub const NAMES: [&'static str; 5] = ["empty", "header", "openpgp", "x509", "unknown"];
+
+    /// The counts in the order of [`PerBlobType::NAMES`].
+    pub fn values(&self) -> [u64; 5] {
+        [self.empty, self.header, self.openpgp, self.x509, self.unknown]
+    }
+
+    fn add(&mut self, ty: BlobType) {
+        *match ty {
+            BlobType::Empty => &mut self.empty,
+            BlobType::Header => &mut self.header,
+            BlobType::OpenPgp => &mut self.openpgp,
+            BlobType::X509 => &mut self.x509,
+            BlobType::Unknown(_) => &mut self.unknown,
+        } += 1;
+    }
+
+    fn merge(&mut self, o: &Self) {
+        self.empty += o.empty;
+        self.header += o.header;
+        self.openpgp += o.openpgp;
+        self.x509 += o.x509;
+        self.unknown += o.unknown;
+    }
+
+    fn minus(&self, e: &Self) -> Self {
+        Self {
+            empty: self.empty - e.empty,
+            header: self.header - e.header,
+            openpgp: self.openpgp - e.openpgp,
+            x509: self.x509 - e.x509,
+            unknown: self.unknown - e.unknown,
+        }
+    }
+}
 
 /// A system call on a keybox file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +193,12 @@ pub enum FileOp {
 impl FileOp {
     /// Every operation, in report order.
     pub const ALL: [FileOp; 5] = [FileOp::Open, FileOp::Read, FileOp::Seek, FileOp::Close, FileOp::Stat];
+
+    /// The position of this operation in [`FileOp::ALL`].
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
 
     /// The lowercase name used in reports and metric labels.
     pub fn name(self) -> &'static str {
@@ -87,6 +264,14 @@ impl PerOp {
             self.add(op, other.get(op));
         }
     }
+
+    fn minus(&self, earlier: &PerOp) -> PerOp {
+        let mut out = *self;
+        for op in FileOp::ALL {
+            *out.slot(op) -= earlier.get(op);
+        }
+        out
+    }
 }
 
 impl Serialize for PerOp {
@@ -122,6 +307,13 @@ pub struct IoStats {
     /// grew while it was read); they were not used.
     #[serde(skip_serializing_if = "is_zero")]
     pub beyond_end: u64,
+    /// Blobs read completely, by type (counted by the blob reader).
+    #[serde(skip)]
+    pub blobs: PerBlobType,
+    /// The distributions of the events, when the handle is observed
+    /// (metrics on); `None` costs the hot path one branch.
+    #[serde(skip)]
+    pub histograms: Option<Box<EventHistograms>>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -134,20 +326,66 @@ impl IoStats {
         Self { buffer_size, ..Self::default() }
     }
 
+    /// Empty counters that also keep [`EventHistograms`].
+    pub fn with_histograms(buffer_size: u64) -> Self {
+        Self { histograms: Some(Box::default()), ..Self::new(buffer_size) }
+    }
+
     /// Count one system call and the time it took.
     #[inline]
     pub fn record(&mut self, op: FileOp, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.events.add(op, 1);
-        self.time_ns.add(op, took.as_nanos() as u64);
+        self.time_ns.add(op, ns);
+        if let Some(h) = &mut self.histograms {
+            h.durations[op.index()].record(&DURATION_BOUNDS_NS, ns);
+        }
     }
 
-    /// Add another set of counters (of the same buffer size) to this one.
+    /// Count the bytes one successful `read(2)` returned.
+    #[inline]
+    pub fn record_read(&mut self, bytes: usize) {
+        self.bytes_read += bytes as u64;
+        if let Some(h) = &mut self.histograms {
+            h.read_sizes.record(&SIZE_BOUNDS, bytes as u64);
+        }
+    }
+
+    /// Count one blob read completely.
+    #[inline]
+    pub fn record_blob(&mut self, ty: BlobType) {
+        self.blobs.add(ty);
+    }
+
+    /// Add another set of counters (of the same buffer size) to this one;
+    /// histograms only when both keep them.
     pub fn merge(&mut self, other: &IoStats) {
         self.events.merge(&other.events);
         self.time_ns.merge(&other.time_ns);
         self.bytes_read += other.bytes_read;
         self.logical_reads += other.logical_reads;
         self.beyond_end += other.beyond_end;
+        self.blobs.merge(&other.blobs);
+        if let (Some(a), Some(b)) = (&mut self.histograms, &other.histograms) {
+            a.merge(b);
+        }
+    }
+
+    /// What was counted after `earlier`, a past copy of these counters.
+    pub fn since(&self, earlier: &IoStats) -> IoStats {
+        IoStats {
+            buffer_size: self.buffer_size,
+            events: self.events.minus(&earlier.events),
+            bytes_read: self.bytes_read - earlier.bytes_read,
+            logical_reads: self.logical_reads - earlier.logical_reads,
+            time_ns: self.time_ns.minus(&earlier.time_ns),
+            beyond_end: self.beyond_end - earlier.beyond_end,
+            blobs: self.blobs.minus(&earlier.blobs),
+            histograms: match (&self.histograms, &earlier.histograms) {
+                (Some(a), Some(b)) => Some(Box::new(a.minus(b))),
+                (a, _) => a.clone(),
+            },
+        }
     }
 }
 
@@ -173,5 +411,35 @@ mod tests {
         t.merge(&s);
         t.merge(&s);
         assert_eq!(t.events.total(), 6);
+        assert_eq!(t.since(&s).events, s.events);
+        assert!(serde_json::to_value(&t).unwrap().get("blobs").is_none(), "the summary keeps its form");
+    }
+
+    /// Bucketing is Prometheus' `le`: a value on a bound is in that bucket;
+    /// every sample is in exactly one bucket; deltas subtract exactly.
+    #[test]
+    fn histograms_bucket_every_event_once() {
+        let mut s = IoStats::with_histograms(8192);
+        for ns in [0u64, 1_000, 1_001, 999_999_999, 1_000_000_000, 1_000_000_001, u64::MAX / 2] {
+            s.record(FileOp::Read, Duration::from_nanos(ns));
+        }
+        for bytes in [0usize, 100, 101, 8192, 2 << 30] {
+            s.record_read(bytes);
+        }
+        let h = s.histograms.as_deref().unwrap();
+        let reads = &h.durations[FileOp::Read.index()];
+        assert_eq!(reads.count(), s.events.read);
+        assert_eq!(reads.0[0], 2, "0 and 1000 ns are <= 1 µs");
+        assert_eq!(reads.0[1], 1);
+        assert_eq!(reads.0[DURATION_SLOTS - 2], 2, "<= 1 s");
+        assert_eq!(reads.0[DURATION_SLOTS - 1], 2, "+Inf");
+        assert_eq!(h.read_sizes.0, [1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1]);
+        let before = s.clone();
+        s.record(FileOp::Seek, Duration::from_nanos(5));
+        let d = s.since(&before);
+        assert_eq!(d.events.total(), 1);
+        let dh = d.histograms.unwrap();
+        assert_eq!(dh.durations[FileOp::Seek.index()].0[0], 1);
+        assert_eq!(dh.durations[FileOp::Read.index()].count(), 0);
     }
 }

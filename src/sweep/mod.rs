@@ -82,7 +82,7 @@ pub struct SizeResult {
     /// How the keybox changed under this size's runs (another file renamed
     /// into place, appended to, …); empty when it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub keybox_changed: Vec<String>,
+    pub keybox_changed: Vec<crate::io::KeyboxChange>,
 }
 
 /// One row of the seed's procmon table.

@@ -1,0 +1,59 @@
+//! One file event: a system call, timed with the monotonic clock, counted
+//! in the handle's [`IoStats`] and, when a trace at `event` level is on,
+//! wrapped in a span. Every system call on a keybox goes through [`timed`].
+
+use std::time::Instant;
+
+use super::stats::{FileOp, IoStats};
+
+/// Whether event spans are wanted now: asked once per handle, so a handle
+/// made while no trace records events does no span work per system call.
+pub(crate) fn tracing_events() -> bool {
+    tracing::enabled!(target: "kbx::event", tracing::Level::INFO)
+}
+
+/// A trace span for one system call (target `kbx::event`): `op`, the
+/// buffer size, the file `offset` it starts at (when known) and, for
+/// reads, the `bytes` it returned.
+fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Span {
+    macro_rules! span {
+        ($name:literal) => {
+            tracing::info_span!(target: "kbx::event", $name, op = %$name, buffer_size, offset, bytes = tracing::field::Empty)
+        };
+    }
+    match op {
+        FileOp::Open => span!("open"),
+        FileOp::Read => span!("read"),
+        FileOp::Seek => span!("seek"),
+        FileOp::Close => span!("close"),
+        FileOp::Stat => span!("stat"),
+    }
+}
+
+/// Issue one system call `call` as operation `op`: time it, count it in
+/// `stats` (with the bytes it returned, for reads: `bytes` of its result)
+/// and trace it if `trace`. Returns the call's result.
+#[inline]
+pub(crate) fn timed<T, E>(
+    stats: &mut IoStats,
+    trace: bool,
+    op: FileOp,
+    offset: Option<u64>,
+    call: impl FnOnce() -> Result<T, E>,
+    bytes: impl Fn(&T) -> Option<usize>,
+) -> Result<T, E> {
+    let span = trace.then(|| event_span(op, stats.buffer_size, offset));
+    let entered = span.as_ref().map(tracing::Span::enter);
+    let start = Instant::now();
+    let r = call();
+    let took = start.elapsed();
+    stats.record(op, took);
+    if let Some(n) = r.as_ref().ok().and_then(&bytes) {
+        stats.record_read(n);
+        if let Some(span) = &span {
+            span.record("bytes", n);
+        }
+    }
+    drop(entered);
+    r
+}
