@@ -27,8 +27,9 @@ pub enum Component {
 /// One signature packet, decoded or not.
 #[derive(Debug, Clone)]
 pub enum Part {
-    /// A signature the crate decoded.
-    Sig(Box<Signature>),
+    /// A signature the crate decoded, with gpg's cached verdict from the
+    /// ring-trust packet after it (`Some(valid)` when gpg checked it).
+    Sig(Box<Signature>, Option<bool>),
     /// A signature packet the crate could not decode, with its reason.
     Broken(String),
 }
@@ -53,38 +54,67 @@ pub struct Keyblock {
 }
 
 impl Keyblock {
-    /// Decode a keyblock image (GnuPG's ring-trust packets are skipped).
+    /// Decode a keyblock image. GnuPG's ring-trust packets are not
+    /// decoded as packets; the one after a signature gives its cached
+    /// verdict (the "sigcache" byte: bit 0 checked, bit 1 valid).
     pub fn parse(image: &[u8]) -> Self {
         let mut kb = Keyblock { primary: None, groups: vec![Group { component: Component::Key, sigs: Vec::new() }] };
-        for p in PacketParser::new(image) {
-            let component = match p {
-                Ok(Packet::PublicKey(k)) if kb.primary.is_none() => {
-                    kb.primary = Some(Box::new(k));
-                    continue;
-                }
-                Ok(Packet::Signature(s)) => {
-                    kb.push_sig(Part::Sig(Box::new(s)));
-                    continue;
-                }
-                Ok(Packet::UserId(u)) => Component::Uid(u),
-                Ok(Packet::UserAttribute(u)) => Component::Uat(u),
-                Ok(Packet::PublicSubkey(k)) => Component::Subkey(Some(Box::new(k))),
-                Ok(_) => continue,
-                Err(e) => {
-                    // The parser reports the packet it could not decode and
-                    // goes on with the next one.
-                    let text = e.to_string();
-                    if text.contains("Signature") || text.contains("signature") {
-                        kb.push_sig(Part::Broken(text));
-                    } else if text.contains("ubkey") {
-                        kb.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new() });
+        let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
+            // Framing the splitter does not read (e.g. partial lengths):
+            // the crate's parser alone, without the cached verdicts.
+            for p in PacketParser::new(image) {
+                kb.add(p);
+            }
+            return kb;
+        };
+        let mut start = 0;
+        for p in packets {
+            let end = p.body.as_ptr() as usize - image.as_ptr() as usize + p.body.len();
+            let whole = &image[start..end];
+            start = end;
+            if p.tag == crate::kbx::keyblock::tag::TRUST {
+                if let (Some(&cache), Some(Part::Sig(_, cached))) =
+                    (p.body.get(1), kb.groups.last_mut().and_then(|g| g.sigs.last_mut()))
+                {
+                    if cached.is_none() && cache & 1 != 0 {
+                        *cached = Some(cache & 2 != 0);
                     }
-                    continue;
                 }
-            };
-            kb.groups.push(Group { component, sigs: Vec::new() });
+                continue;
+            }
+            if let Some(item) = PacketParser::new(whole).next() {
+                kb.add(item);
+            }
         }
         kb
+    }
+
+    /// Add one packet the crate parsed (or failed to).
+    fn add(&mut self, p: pgp::errors::Result<Packet>) {
+        let component = match p {
+            Ok(Packet::PublicKey(k)) if self.primary.is_none() => {
+                self.primary = Some(Box::new(k));
+                return;
+            }
+            Ok(Packet::Signature(s)) => {
+                self.push_sig(Part::Sig(Box::new(s), None));
+                return;
+            }
+            Ok(Packet::UserId(u)) => Component::Uid(u),
+            Ok(Packet::UserAttribute(u)) => Component::Uat(u),
+            Ok(Packet::PublicSubkey(k)) => Component::Subkey(Some(Box::new(k))),
+            Ok(_) => return,
+            Err(e) => {
+                let text = e.to_string();
+                if text.contains("Signature") || text.contains("signature") {
+                    self.push_sig(Part::Broken(text));
+                } else if text.contains("ubkey") {
+                    self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new() });
+                }
+                return;
+            }
+        };
+        self.groups.push(Group { component, sigs: Vec::new() });
     }
 
     fn push_sig(&mut self, part: Part) {
@@ -115,7 +145,7 @@ impl Keyblock {
                         .sigs
                         .iter()
                         .filter_map(|p| match p {
-                            Part::Sig(s) => Some(s),
+                            Part::Sig(s, _) => Some(s),
                             Part::Broken(_) => None,
                         })
                         .filter(|s| {

@@ -17,6 +17,7 @@ pub mod keyblock;
 pub mod lookup;
 pub mod verify;
 
+use pgp::types::KeyDetails as _;
 use serde::Serialize;
 
 use crate::kbx::dump::hex_upper;
@@ -178,8 +179,8 @@ pub fn check_keyblock(kb: &Keyblock, mode: Mode, lookup: &mut impl SignerLookup)
         };
         let mut sigs = Vec::with_capacity(g.sigs.len());
         for part in &g.sigs {
-            let sig = match part {
-                Part::Sig(s) => s.as_ref(),
+            let (sig, cached) = match part {
+                Part::Sig(s, cached) => (s.as_ref(), *cached),
                 Part::Broken(why) => {
                     sigs.push(line(
                         [0; 8],
@@ -203,7 +204,7 @@ pub fn check_keyblock(kb: &Keyblock, mode: Mode, lookup: &mut impl SignerLookup)
             }
             let mut l = match mode {
                 Mode::WithSigs => line(kid, Some(sig), SigStatus::Unchecked, None),
-                Mode::CheckSigs => check_one(kb, &g.component, sig, kid, &own_ids, lookup)?,
+                Mode::CheckSigs => check_one(kb, &g.component, sig, cached, kid, &own_ids, lookup)?,
             };
             if !matches!(l.status, SigStatus::Error | SigStatus::NoKey) {
                 match lookup.user_id_of(kid)? {
@@ -227,10 +228,33 @@ fn check_one(
     kb: &Keyblock,
     component: &Component,
     sig: &pgp::packet::Signature,
+    cached: Option<bool>,
     kid: [u8; 8],
     own_ids: &[[u8; 8]],
     lookup: &mut impl SignerLookup,
 ) -> Result<SigLine, LookupError> {
+    // gpg's signature cache (`check_key_signature2`): a verdict stored in
+    // the keyblock's ring-trust packet is taken as it is, after the time check.
+    if let Some(valid) = cached {
+        let created = sig.created().map_or(0, |t| t.as_secs());
+        if kb.primary.as_ref().is_some_and(|p| created < p.created_at().as_secs()) {
+            return Ok(line(kid, Some(sig), SigStatus::Error, Some("Time conflict".into())));
+        }
+        return Ok(if valid {
+            line(kid, Some(sig), SigStatus::Good, None)
+        } else {
+            line(kid, Some(sig), SigStatus::Bad, Some("Bad signature".into()))
+        });
+    }
+    // Then the algorithms, before the signer is looked for.
+    if let Some(c) = sig.config() {
+        if !matches!(u8::from(c.pub_alg), 1..=3 | 16 | 17 | 19 | 20 | 22) {
+            return Ok(line(kid, Some(sig), SigStatus::Error, Some("Unknown public key algorithm".into())));
+        }
+        if !matches!(u8::from(c.hash_alg), 1..=3 | 8..=11) {
+            return Ok(line(kid, Some(sig), SigStatus::Error, Some("Invalid digest algorithm".into())));
+        }
+    }
     let Some(primary) = kb.primary.as_deref() else {
         return Ok(line(kid, Some(sig), SigStatus::Error, Some("Unknown public key algorithm".into())));
     };
