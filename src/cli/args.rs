@@ -100,7 +100,7 @@ pub struct SweepArgs {
     /// What each run does: validate (list --with-validation), list, stats, find:PATTERN.
     #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = super::sweep::parse_workload)]
     pub workload: super::sweep::WorkloadArg,
-    /// Lookup strategy of the validate workload.
+    /// Lookup strategy of the validate, with-sigs and check-sigs workloads.
     #[arg(long, value_enum, default_value_t = LookupArg::Gnupg)]
     pub lookup: LookupArg,
     /// Timed runs per size.
@@ -133,6 +133,12 @@ pub struct SweepArgs {
     /// with strace and show them beside ours. PATH: the gpgsm to run.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpgsm")]
     pub with_gpgsm: Option<PathBuf>,
+    /// With --workload with-sigs or check-sigs: also run `gpg --list-sigs` or
+    /// `gpg --check-sigs` at each size it can read with (a temporary
+    /// GNUPGHOME with a copy of the keybox), counted under strace and timed
+    /// without, beside ours. PATH: the gpg to run.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpg", conflicts_with = "with_gpgsm")]
+    pub with_gpg: Option<PathBuf>,
 }
 
 /// A keybox path.

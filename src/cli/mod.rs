@@ -1,6 +1,7 @@
 //! The command line: parse, run a workload, print. The only code that prints.
 
 pub mod args;
+mod gpg;
 mod gpgsm;
 mod keybox;
 pub mod output;
