@@ -136,11 +136,12 @@ pub trait SignerLookup {
 /// OpenPGP blob (not ephemeral) or the file ends; every blob is read
 /// completely, as GnuPG's keybox search does.
 fn search<F: std::io::Read + std::io::Seek>(
+    strategy: &'static str,
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
     matches: impl Fn(&KeyBlob<'_>) -> bool,
 ) -> Result<Option<Arc<Signer>>, ReadBlobError> {
-    crate::telemetry::scan_started("gpg");
+    crate::telemetry::scan_started(strategy);
     loop {
         match read_blob(r, image)? {
             Next::Eof => return Ok(None),
@@ -193,7 +194,7 @@ impl<O: Opener> KbHandle<O> {
             self.file = Some(opener.open()?);
         }
         let f = self.file.as_mut().expect("just opened");
-        Ok(search(f, image, matches)?)
+        Ok(search("gnupg", f, image, matches)?)
     }
 }
 
@@ -367,7 +368,7 @@ impl<O: Opener> ScanLookup<O> {
         }
         let h = self.handle.as_mut().expect("just opened");
         h.rewind().map_err(|source| ReadBlobError::Io { offset: 0, source })?;
-        Ok(search(h, &mut self.image, matches)?)
+        Ok(search("scan", h, &mut self.image, matches)?)
     }
 }
 

@@ -279,3 +279,52 @@ fn check_one(
         Verdict::Error(why) => line(kid, Some(sig), SigStatus::Error, Some(why)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{BufferSize, MemoryOpener};
+    use crate::validate::Lookup;
+    use crate::workload::sigs::{run, Startup};
+
+    const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
+
+    fn statuses(mode: Mode, lookup: Lookup) -> Vec<(String, char, Option<String>)> {
+        let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
+        let mut out = Vec::new();
+        let outcome = run(&opener, mode, lookup, Startup { now: 0 }, |k| {
+            for s in k.signatures.iter().flat_map(|g| &g.sigs) {
+                out.push((s.signer_key_id.clone(), s.mark, s.signer_uid.clone()));
+            }
+        })
+        .unwrap();
+        assert!(outcome.fatal.is_none(), "{:?}", outcome.fatal);
+        out
+    }
+
+    #[test]
+    fn the_three_lookups_agree() {
+        for mode in [Mode::WithSigs, Mode::CheckSigs] {
+            let gnupg = statuses(mode, Lookup::Gnupg);
+            assert_eq!(gnupg.len(), 187, "{mode:?}"); // gpg --check-sigs: 187 good signatures
+            assert_eq!(statuses(mode, Lookup::Scan), gnupg, "{mode:?}");
+            assert_eq!(statuses(mode, Lookup::Index), gnupg, "{mode:?}");
+            let want = if mode == Mode::CheckSigs { '!' } else { ' ' };
+            assert!(gnupg.iter().all(|s| s.1 == want && s.2.is_some()), "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn the_primary_uid_is_gpgs() {
+        // gpg --list-sigs prints this user id for the fixture's first key.
+        let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
+        let mut first = None;
+        run(&opener, Mode::WithSigs, Lookup::Index, Startup { now: 0 }, |k| {
+            if first.is_none() {
+                first = Some(k.signatures[1].sigs[0].signer_uid.clone());
+            }
+        })
+        .unwrap();
+        assert_eq!(first.flatten().as_deref(), Some("Dieter Núñez <greta.weiss10008@bar.example>"));
+    }
+}
