@@ -64,6 +64,7 @@ use std::sync::Arc;
 
 use super::keyblock::Keyblock;
 use crate::io::{read_blob, BufferedReader, Next, OpenError, Opener, ReadBlobError};
+use crate::kbx::blob::{read_prefix, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
 use crate::kbx::search::derived_key_id;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 
@@ -132,38 +133,137 @@ pub trait SignerLookup {
     fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError>;
 }
 
-/// Read blobs from the reader's position until `matches` accepts an
-/// OpenPGP blob (not ephemeral) or the file ends; every blob is read
-/// completely, as GnuPG's keybox search does.
+/// Read blobs from the reader's position until an OpenPGP blob (not
+/// ephemeral) has a key whose fingerprint `matches` accepts, or the file
+/// ends. Every blob is read completely, as GnuPG's keybox search does —
+/// with the same `read(2)` calls — but only a matching blob is copied out
+/// of the buffer: of the others only the header and key table are looked
+/// at, the rest is consumed in the buffer.
 fn search<F: std::io::Read + std::io::Seek>(
     strategy: &'static str,
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
-    matches: impl Fn(&KeyBlob<'_>) -> bool,
+    matches: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<Arc<Signer>>, ReadBlobError> {
     crate::telemetry::scan_started(strategy);
     loop {
-        match read_blob(r, image)? {
-            Next::Eof => return Ok(None),
-            Next::Blob { .. } => {}
-            _ => continue,
+        let offset = r.position();
+        let span = crate::io::blob_reader::blob_span(offset);
+        let _in = span.enter();
+        let io = |source| ReadBlobError::Io { offset, source };
+        let mut prefix = [0u8; BLOB_PREFIX_LEN];
+        let got = r.read(&mut prefix).map_err(io)?;
+        if got == 0 {
+            return Ok(None);
         }
-        let Ok(Blob::Key(blob)) = parse_blob(image) else { continue };
-        if blob.blob_type != BlobType::OpenPgp || blob.is_ephemeral() {
+        let Some((length, ty)) = read_prefix(&prefix[..got]) else {
+            return Err(ReadBlobError::TruncatedPrefix { offset, got });
+        };
+        if (length as usize) < BLOB_PREFIX_LEN {
+            return Err(ReadBlobError::LengthTooShort { offset, length });
+        }
+        let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
+        let truncated = |got: u64| ReadBlobError::Truncated { offset, length, got };
+        if ty == BlobType::Empty || length > IMAGELEN_LIMIT {
+            if offset.saturating_add(u64::from(length)) > r.limit() {
+                return Err(truncated(r.limit() - offset));
+            }
+            r.skip(rest).map_err(io)?;
             continue;
         }
-        if matches(&blob) {
-            return Ok(Some(Arc::new(Signer::from_blob(&blob))));
+        if let Some(m) = r.metrics() {
+            m.blob(ty);
+        }
+        // The blob header up to the key table: flags, data offset and
+        // length, key count and entry size (20 bytes in all).
+        image.clear();
+        image.extend_from_slice(&prefix);
+        let mut head = (rest as usize).min(KEY_TABLE_OFFSET - BLOB_PREFIX_LEN);
+        if ty == BlobType::OpenPgp {
+            image.resize(BLOB_PREFIX_LEN + head, 0);
+            if r.read(&mut image[BLOB_PREFIX_LEN..]).map_err(io)? < head {
+                return Err(truncated((BLOB_PREFIX_LEN + head) as u64));
+            }
+            let table = key_table_len(image).min(rest as usize - head);
+            image.resize(BLOB_PREFIX_LEN + head + table, 0);
+            if r.read(&mut image[BLOB_PREFIX_LEN + head..]).map_err(io)? < table {
+                return Err(truncated(image.len() as u64));
+            }
+            head += table;
+            let ephemeral = u16::from_be_bytes([image[6], image[7]]) & 2 != 0;
+            if !ephemeral && fingerprints(image).any(&matches) {
+                image.resize(length as usize, 0);
+                let body = r.read(&mut image[BLOB_PREFIX_LEN + head..]).map_err(io)?;
+                if (body as u64) < rest - head as u64 {
+                    return Err(truncated((BLOB_PREFIX_LEN + head + body) as u64));
+                }
+                if let Ok(Blob::Key(blob)) = parse_blob(image) {
+                    return Ok(Some(Arc::new(Signer::from_blob(&blob))));
+                }
+                continue;
+            }
+        } else {
+            head = 0;
+        }
+        let left = rest - head as u64;
+        let consumed = r.consume(left).map_err(io)?;
+        if consumed < left {
+            return Err(truncated(BLOB_PREFIX_LEN as u64 + head as u64 + consumed));
         }
     }
 }
 
-fn by_kid(kid: [u8; 8]) -> impl Fn(&KeyBlob<'_>) -> bool {
-    move |b| b.keys().any(|k| derived_key_id(&k) == kid)
+/// Where the key table starts in a blob.
+const KEY_TABLE_OFFSET: usize = 20;
+
+/// Bytes of the key table a blob header announces (0 if it is too short
+/// to say).
+fn key_table_len(head: &[u8]) -> usize {
+    if head.len() < KEY_TABLE_OFFSET {
+        return 0;
+    }
+    let keys = usize::from(u16::from_be_bytes([head[16], head[17]]));
+    let size = usize::from(u16::from_be_bytes([head[18], head[19]]));
+    keys * size
 }
 
-fn by_fpr(fpr: &[u8]) -> impl Fn(&KeyBlob<'_>) -> bool + '_ {
-    move |b| b.keys().any(|k| k.fingerprint == fpr)
+/// The fingerprints of a blob's key table (`head` holds the blob up to the
+/// end of its key table), read as GnuPG's keybox search reads them:
+/// version 1 entries hold 20 bytes, version 2 entries 32 when their flags
+/// say so. Entries too small to hold one are left out (the full parse
+/// rejects such a blob, so it never matches).
+fn fingerprints(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let version = head.get(5).copied().unwrap_or(0);
+    let size = if head.len() >= KEY_TABLE_OFFSET { usize::from(u16::from_be_bytes([head[18], head[19]])) } else { 0 };
+    let keys = if size == 0 { 0 } else { (head.len().saturating_sub(KEY_TABLE_OFFSET)) / size };
+    (0..keys).filter_map(move |i| {
+        let e = &head[KEY_TABLE_OFFSET + i * size..KEY_TABLE_OFFSET + (i + 1) * size];
+        match version {
+            1 if size >= 28 => Some(&e[..20]),
+            v if v >= 2 && size >= 36 => {
+                Some(if u16::from_be_bytes([e[32], e[33]]) & 0x80 != 0 { &e[..32] } else { &e[..20] })
+            }
+            _ => None,
+        }
+    })
+}
+
+/// The key id GnuPG's search compares for a fingerprint: its last 8 bytes
+/// (20-byte fingerprints), its first 8 (32-byte ones).
+fn fpr_key_id(f: &[u8]) -> &[u8] {
+    if f.len() == 32 {
+        &f[..8]
+    } else {
+        &f[f.len().saturating_sub(8)..]
+    }
+}
+
+fn by_kid(kid: [u8; 8]) -> impl Fn(&[u8]) -> bool {
+    move |f| fpr_key_id(f) == kid
+}
+
+fn by_fpr(fpr: &[u8]) -> impl Fn(&[u8]) -> bool + '_ {
+    move |f| f == fpr
 }
 
 /// A GnuPG keybox handle: its file is opened by the first search.
@@ -188,7 +288,7 @@ impl<O: Opener> KbHandle<O> {
         &mut self,
         opener: &O,
         image: &mut Vec<u8>,
-        matches: impl Fn(&KeyBlob<'_>) -> bool,
+        matches: impl Fn(&[u8]) -> bool,
     ) -> Result<Option<Arc<Signer>>, LookupError> {
         if self.file.is_none() {
             self.file = Some(opener.open()?);
@@ -361,7 +461,7 @@ impl<O: Opener> ScanLookup<O> {
         Self { opener, handle: None, image: Vec::new() }
     }
 
-    fn rescan(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn rescan(&mut self, matches: impl Fn(&[u8]) -> bool) -> Result<Option<Arc<Signer>>, LookupError> {
         let _span = tracing::info_span!(target: "kbx::lookup", "scan").entered();
         if self.handle.is_none() {
             self.handle = Some(self.opener.open()?);
