@@ -83,7 +83,7 @@ impl Keyblock {
                 continue;
             }
             if let Some(item) = PacketParser::new(whole).next() {
-                kb.add(item);
+                kb.add_tagged(item, Some(p.tag));
             }
         }
         kb
@@ -91,6 +91,13 @@ impl Keyblock {
 
     /// Add one packet the crate parsed (or failed to).
     fn add(&mut self, p: pgp::errors::Result<Packet>) {
+        self.add_tagged(p, None);
+    }
+
+    /// Add one packet; `tag` is its tag when the framing is known, which
+    /// says what a packet the crate could not decode was.
+    fn add_tagged(&mut self, p: pgp::errors::Result<Packet>, tag: Option<u8>) {
+        use crate::kbx::keyblock::tag as t;
         let component = match p {
             Ok(Packet::PublicKey(k)) if self.primary.is_none() => {
                 self.primary = Some(Box::new(k));
@@ -106,9 +113,12 @@ impl Keyblock {
             Ok(_) => return,
             Err(e) => {
                 let text = e.to_string();
-                if text.contains("Signature") || text.contains("signature") {
+                let is = |want: u8, words: &[&str]| {
+                    tag.map_or_else(|| words.iter().any(|w| text.contains(w)), |t| t == want)
+                };
+                if is(t::SIGNATURE, &["Signature", "signature"]) {
                     self.push_sig(Part::Broken(text));
-                } else if text.contains("ubkey") {
+                } else if is(t::PUBLIC_SUBKEY, &["ubkey"]) {
                     self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new() });
                 }
                 return;

@@ -154,7 +154,12 @@ fn listed_class(c: u8) -> bool {
 ///
 /// # Errors
 /// I/O errors of the lookups.
-pub fn check_keyblock(kb: &Keyblock, mode: Mode, lookup: &mut impl SignerLookup) -> Result<Vec<SigGroup>, LookupError> {
+pub fn check_keyblock(
+    kb: &Keyblock,
+    mode: Mode,
+    now: i64,
+    lookup: &mut impl SignerLookup,
+) -> Result<Vec<SigGroup>, LookupError> {
     let own_ids: Vec<[u8; 8]> = kb
         .primary
         .iter()
@@ -204,7 +209,7 @@ pub fn check_keyblock(kb: &Keyblock, mode: Mode, lookup: &mut impl SignerLookup)
             }
             let mut l = match mode {
                 Mode::WithSigs => line(kid, Some(sig), SigStatus::Unchecked, None),
-                Mode::CheckSigs => check_one(kb, &g.component, sig, cached, kid, &own_ids, lookup)?,
+                Mode::CheckSigs => check_one(kb, &g.component, sig, cached, kid, &own_ids, now, lookup)?,
             };
             if !matches!(l.status, SigStatus::Error | SigStatus::NoKey) {
                 match lookup.user_id_of(kid)? {
@@ -231,13 +236,18 @@ fn check_one(
     cached: Option<bool>,
     kid: [u8; 8],
     own_ids: &[[u8; 8]],
+    now: i64,
     lookup: &mut impl SignerLookup,
 ) -> Result<SigLine, LookupError> {
     // gpg's signature cache (`check_key_signature2`): a verdict stored in
-    // the keyblock's ring-trust packet is taken as it is, after the time check.
+    // the keyblock's ring-trust packet is taken as it is, after the time
+    // checks (`check_signature_metadata_validity`: a signature older than
+    // the key, or made in the future).
+    let created = sig.created().map_or(0, |t| i64::from(t.as_secs()));
+    let time_conflict =
+        kb.primary.as_ref().is_some_and(|p| created < i64::from(p.created_at().as_secs())) || created > now;
     if let Some(valid) = cached {
-        let created = sig.created().map_or(0, |t| t.as_secs());
-        if kb.primary.as_ref().is_some_and(|p| created < p.created_at().as_secs()) {
+        if time_conflict {
             return Ok(line(kid, Some(sig), SigStatus::Error, Some("Time conflict".into())));
         }
         return Ok(if valid {
@@ -258,6 +268,9 @@ fn check_one(
     let Some(primary) = kb.primary.as_deref() else {
         return Ok(line(kid, Some(sig), SigStatus::Error, Some("Unknown public key algorithm".into())));
     };
+    if time_conflict {
+        return Ok(line(kid, Some(sig), SigStatus::Error, Some("Time conflict".into())));
+    }
     let verdict = if own_ids.contains(&kid) {
         match SignerKey::find(kb, &kid) {
             Some(k) => verify::verify(primary, component, sig, k),
@@ -292,7 +305,7 @@ mod tests {
     fn statuses(mode: Mode, lookup: Lookup) -> Vec<(String, char, Option<String>)> {
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut out = Vec::new();
-        let outcome = run(&opener, mode, lookup, Startup { now: 0 }, |k| {
+        let outcome = run(&opener, mode, lookup, Startup { now: i64::MAX }, |k| {
             for s in k.signatures.iter().flat_map(|g| &g.sigs) {
                 out.push((s.signer_key_id.clone(), s.mark, s.signer_uid.clone()));
             }
@@ -319,7 +332,7 @@ mod tests {
         // gpg --list-sigs prints this user id for the fixture's first key.
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut first = None;
-        run(&opener, Mode::WithSigs, Lookup::Index, Startup { now: 0 }, |k| {
+        run(&opener, Mode::WithSigs, Lookup::Index, Startup { now: i64::MAX }, |k| {
             if first.is_none() {
                 first = Some(k.signatures[1].sigs[0].signer_uid.clone());
             }

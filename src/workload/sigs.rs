@@ -52,8 +52,9 @@ pub struct SigsOutcome {
     pub fatal: Option<ScanError>,
 }
 
-/// gpg's startup, for `--lookup gnupg`: the time its compress check
-/// compares the header's maintenance time with.
+/// The time of the run: gpg's compress check (`--lookup gnupg`) compares
+/// the header's maintenance time with it, and signatures made after it
+/// get gpg's "Time conflict".
 #[derive(Debug, Clone, Copy)]
 pub struct Startup {
     /// Now, Unix seconds.
@@ -85,11 +86,15 @@ pub fn run<O: Opener + Clone>(
                 out.fatal = Some(ScanError::content(0, 0, e.to_string()));
                 return Ok(out);
             }
-            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, &mut g, out, &mut emit))?;
+            listing_pass(opener, &mut out, |k, signer, out| {
+                walk(k, signer, mode, startup.now, &mut g, out, &mut emit)
+            })?;
         }
         Lookup::Scan => {
             let mut s = ScanLookup::new(opener.clone());
-            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, &mut s, out, &mut emit))?;
+            listing_pass(opener, &mut out, |k, signer, out| {
+                walk(k, signer, mode, startup.now, &mut s, out, &mut emit)
+            })?;
         }
         Lookup::Index => {
             let mut index = IndexLookup::default();
@@ -101,7 +106,7 @@ pub fn run<O: Opener + Clone>(
             })?;
             let fatal = out.fatal.take();
             for (k, signer) in pending {
-                if let Err(e) = walk(k, signer, mode, &mut index, &mut out, &mut emit) {
+                if let Err(e) = walk(k, signer, mode, startup.now, &mut index, &mut out, &mut emit) {
                     out.fatal = Some(e);
                     break;
                 }
@@ -186,12 +191,13 @@ fn walk(
     mut k: KeySigs,
     signer: Arc<Signer>,
     mode: Mode,
+    now: i64,
     lookup: &mut impl SignerLookup,
     out: &mut SigsOutcome,
     emit: &mut impl FnMut(KeySigs),
 ) -> Result<(), ScanError> {
     let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
-    k.signatures = check_keyblock(&signer.keyblock, mode, lookup)
+    k.signatures = check_keyblock(&signer.keyblock, mode, now, lookup)
         .map_err(|e| ScanError::content(k.blob_index, k.offset, e.to_string()))?;
     for s in k.signatures.iter().flat_map(|g| &g.sigs) {
         out.counts.add(s.status);
