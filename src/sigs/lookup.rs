@@ -235,7 +235,7 @@ fn key_table_len(head: &[u8]) -> usize {
 fn fingerprints(head: &[u8]) -> impl Iterator<Item = &[u8]> {
     let version = head.get(5).copied().unwrap_or(0);
     let size = if head.len() >= KEY_TABLE_OFFSET { usize::from(u16::from_be_bytes([head[18], head[19]])) } else { 0 };
-    let keys = if size == 0 { 0 } else { (head.len().saturating_sub(KEY_TABLE_OFFSET)) / size };
+    let keys = head.len().saturating_sub(KEY_TABLE_OFFSET).checked_div(size).unwrap_or(0);
     (0..keys).filter_map(move |i| {
         let e = &head[KEY_TABLE_OFFSET + i * size..KEY_TABLE_OFFSET + (i + 1) * size];
         match version {

@@ -229,6 +229,11 @@ pub fn check_keyblock(
     Ok(groups)
 }
 
+/// One signature through gpg's `check_key_signature2` (the arguments are
+/// what it reads: the keyblock, the signed component, the signature and
+/// its cached verdict, the signer's key id, the keyblock's own key ids,
+/// the time, and where other signers come from).
+#[allow(clippy::too_many_arguments)]
 fn check_one(
     kb: &Keyblock,
     component: &Component,
