@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The arrows between the library's modules run one way:
-#   cli (binary) → sweep → workload → validate → telemetry → io → kbx (format crate)
+#   cli (binary) → sweep → workload → validate, sigs → telemetry → io → kbx (format crate)
 # (gen stands beside them on the format crate.) The compiler already keeps
 # the format crate free of everything of ours (it is a crate of its own)
 # and the library free of the CLI (the CLI lives in the binary); this
@@ -14,9 +14,10 @@ declare -A allowed=(
   [io]="kbx"
   [telemetry]="io kbx"
   [validate]="io kbx telemetry"
-  [workload]="io kbx telemetry validate timefmt"
+  [sigs]="io kbx telemetry timefmt validate"
+  [workload]="io kbx telemetry validate sigs timefmt"
   [gen]="kbx timefmt"
-  [sweep]="io kbx telemetry validate workload gen timefmt"
+  [sweep]="io kbx telemetry validate sigs workload gen timefmt"
 )
 status=0
 for dir in */; do

@@ -57,6 +57,7 @@
 pub mod gen;
 pub mod io;
 pub use kbx_format as kbx;
+pub mod sigs;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;

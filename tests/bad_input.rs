@@ -209,7 +209,10 @@ fn usage_errors_exit_2() {
             &["--lookup", "possible values: gnupg, scan, index"],
         ),
         (&["sweep", "x.kbx", "--lookup", "none"], &["--lookup", "possible values: gnupg, scan, index"]),
-        (&["sweep", "x.kbx", "--workload", "dance"], &["--workload", "expected validate, list, stats or find:PATTERN"]),
+        (
+            &["sweep", "x.kbx", "--workload", "dance"],
+            &["--workload", "expected validate, list, stats, find:PATTERN, with-sigs or check-sigs"],
+        ),
         (&["sweep", "x.kbx", "--workload", "find:"], &["--workload", "find:PATTERN"]),
         (
             &["--trace-out", "t.json", "--trace-level", "deep", "stats"],

@@ -105,7 +105,7 @@ pub struct SweepArgs {
     /// What each run does: validate (list --with-validation), list, stats, find:PATTERN.
     #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = super::sweep::parse_workload)]
     pub workload: super::sweep::WorkloadArg,
-    /// Lookup strategy of the validate workload.
+    /// Lookup strategy of the validate, with-sigs and check-sigs workloads.
     #[arg(long, value_enum, default_value_t = LookupArg::Gnupg)]
     pub lookup: LookupArg,
     /// Timed runs per size.
@@ -138,6 +138,12 @@ pub struct SweepArgs {
     /// with strace and show them beside ours. PATH: the gpgsm to run.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpgsm")]
     pub with_gpgsm: Option<PathBuf>,
+    /// With --workload with-sigs or check-sigs: also run `gpg --list-sigs` or
+    /// `gpg --check-sigs` at each size it can read with (a temporary
+    /// GNUPGHOME with a copy of the keybox), counted under strace and timed
+    /// without, beside ours. PATH: the gpg to run.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpg", conflicts_with = "with_gpgsm")]
+    pub with_gpg: Option<PathBuf>,
 }
 
 /// A keybox path.
@@ -173,8 +179,16 @@ pub struct ListArgs {
     pub json: bool,
     /// Validate every certificate as `gpgsm -k --with-validation` does (only
     /// certificates are listed then).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["with_sigs", "check_sigs"])]
     pub with_validation: bool,
+    /// OpenPGP keys with their signatures, as `gpg --list-sigs` shows them
+    /// (every signer's user id looked up).
+    #[arg(long, conflicts_with = "check_sigs")]
+    pub with_sigs: bool,
+    /// OpenPGP keys with every signature verified, as `gpg --check-sigs`
+    /// does.
+    #[arg(long)]
+    pub check_sigs: bool,
     /// gpg-agent trustlist of the trusted roots. Default: KEYBOX.trustlist.txt
     /// next to a generated keybox, else $GNUPGHOME/trustlist.txt, else
     /// ~/.gnupg/trustlist.txt.
@@ -184,11 +198,11 @@ pub struct ListArgs {
     /// or a date, 2026-12-01). Default: now.
     #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "with_validation")]
     pub at: Option<i64>,
-    /// How issuers are looked up: gnupg = gpgsm 2.4's access pattern (rescans
-    /// for every lookup), scan = one rescan per lookup, index = one forward
-    /// pass that passes over OpenPGP blobs unread, then memory.
-    #[arg(long, value_enum, default_value_t = LookupArg::Gnupg, requires = "with_validation")]
-    pub lookup: LookupArg,
+    /// How issuers (--with-validation) or signers (--with-sigs, --check-sigs)
+    /// are looked up: gnupg = gpgsm's or gpg's access pattern (default),
+    /// scan = one rescan per lookup, index = one forward pass, then memory.
+    #[arg(long, value_enum)]
+    pub lookup: Option<LookupArg>,
 }
 
 /// `--lookup` of `list --with-validation`.
@@ -235,6 +249,14 @@ impl Cli {
     /// reported and exited on (code 2) like clap's own.
     pub fn check(&self) -> Result<(), clap::Error> {
         use clap::CommandFactory;
+        if let Command::List(l) = &self.command {
+            if l.lookup.is_some() && !(l.with_validation || l.with_sigs || l.check_sigs) {
+                let msg = "the argument '--lookup' requires '--with-validation', '--with-sigs' or '--check-sigs'";
+                return Err(
+                    clap::Error::raw(clap::error::ErrorKind::MissingRequiredArgument, msg).format(&mut Cli::command())
+                );
+            }
+        }
         let Command::Find(a) = &self.command else { return Ok(()) };
         let invalid = |what: &str, value: &str, why: String| {
             let msg = format!("invalid value '{value}' for '{what}': {why}");

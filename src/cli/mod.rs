@@ -1,11 +1,13 @@
 //! The command line: parse, run a workload, print. The only code that prints.
 
 pub mod args;
+mod gpg;
 mod gpgsm;
 mod keybox;
 pub mod output;
 mod progress;
 mod render;
+mod sigs;
 pub mod sweep;
 pub mod telemetry;
 pub mod textfile;
@@ -87,6 +89,8 @@ fn command_name(command: &Command) -> &'static str {
         Command::Stats(_) => "stats",
         Command::Dump(_) => "dump",
         Command::List(a) if a.with_validation => "validate",
+        Command::List(a) if a.with_sigs => "with-sigs",
+        Command::List(a) if a.check_sigs => "check-sigs",
         Command::List(_) => "list",
         Command::Find(_) => "find",
         Command::Gen(_) => "gen",
@@ -220,6 +224,9 @@ fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     if a.with_validation {
         return validated_list(a, tally);
     }
+    if a.with_sigs || a.check_sigs {
+        return sigs::list(a, tally);
+    }
     let (path, mut f) = keybox::open(a.file.file.as_deref(), tally)?;
     let path = &path;
     let filter = match a.key_type {
@@ -241,7 +248,7 @@ fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
-    let lookup = match a.lookup {
+    let lookup = match a.lookup.unwrap_or(LookupArg::Gnupg) {
         LookupArg::Gnupg => Lookup::Gnupg,
         LookupArg::Scan => Lookup::Scan,
         LookupArg::Index => Lookup::Index,

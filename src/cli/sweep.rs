@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::args::{LookupArg, SweepArgs};
+use super::gpg::GpgRunner;
 use super::gpgsm::GpgsmRunner;
 use super::keybox;
 use super::output::TempOutput;
@@ -48,9 +49,11 @@ pub fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
         "validate" => Ok(WorkloadArg::Validate),
         "list" => Ok(WorkloadArg::List),
         "stats" => Ok(WorkloadArg::Stats),
+        "with-sigs" => Ok(WorkloadArg::WithSigs),
+        "check-sigs" => Ok(WorkloadArg::CheckSigs),
         _ => match s.strip_prefix("find:") {
             Some(p) if !p.is_empty() => Ok(WorkloadArg::Find(p.to_string())),
-            _ => Err(format!("expected validate, list, stats or find:PATTERN; got '{s}'")),
+            _ => Err(format!("expected validate, list, stats, find:PATTERN, with-sigs or check-sigs; got '{s}'")),
         },
     }
 }
@@ -66,6 +69,10 @@ pub enum WorkloadArg {
     Stats,
     /// `find PATTERN`.
     Find(String),
+    /// `list --with-sigs`.
+    WithSigs,
+    /// `list --check-sigs`.
+    CheckSigs,
 }
 
 /// Parse one `--sizes` entry, keeping how it was written.
@@ -90,6 +97,8 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         WorkloadArg::List => Workload::List,
         WorkloadArg::Stats => Workload::Stats,
         WorkloadArg::Find(p) => Workload::Find(p.clone()),
+        WorkloadArg::WithSigs => Workload::Sigs(kbxscope::sigs::Mode::WithSigs, lookup),
+        WorkloadArg::CheckSigs => Workload::Sigs(kbxscope::sigs::Mode::CheckSigs, lookup),
     };
     let trust = if matches!(workload, Workload::Validate(_)) {
         keybox::trustlist_for(&path, a.trustlist.as_deref())?
@@ -109,6 +118,14 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
             Some(GpgsmRunner::new(given, &path, trust.as_deref())?)
         }
     };
+    let mut gpg = match (&a.with_gpg, &workload) {
+        (None, _) => None,
+        (Some(p), Workload::Sigs(mode, _)) => {
+            let given = (p.as_os_str() != "gpg").then_some(p.as_path());
+            Some(GpgRunner::new(given, &path, *mode)?)
+        }
+        (Some(_), _) => anyhow::bail!("--with-gpg goes with --workload with-sigs or check-sigs"),
+    };
     let bar = Bar::new();
     let results =
         sweep::run(&path, &sizes, &workload, a.runs as usize, a.warmup as usize, &trust, at, &mut |i, k, n| {
@@ -117,14 +134,18 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     drop(bar);
     let mut results = results;
     for (r, s) in results.iter_mut().zip(&sizes) {
-        if builtin {
+        if builtin && !matches!(workload, Workload::Sigs(..)) {
             r.seed = sweep::seed_row(&r.label);
         }
         if let Some(runner) = gpgsm.as_mut() {
             r.gpgsm = gpgsm_at(runner, s)?;
         }
+        if let Some(runner) = gpg.as_mut() {
+            // gpg's numbers go in the same column (`gpgsm` in the exports).
+            r.gpgsm = runner.at(s)?;
+        }
     }
-    print!("{}", table(&path, &workload, &results, gpgsm.is_some()));
+    print!("{}", table(&path, &workload, &results, gpgsm.is_some() || gpg.is_some()));
     finish_sink(exports.0, export::json(&results))?;
     finish_sink(exports.1, export::csv(&results))?;
     finish_sink(exports.2, export::markdown(&results))?;
@@ -186,7 +207,8 @@ fn table(path: &Path, workload: &Workload, results: &[SizeResult], with_gpgsm: b
         header += &format!(" {:>12} {:>7} {:>12}", "seed events", "ratio", "seed time(s)");
     }
     if with_gpgsm {
-        header += &format!(" {:>13} {:>14}", "gpgsm events", "gpgsm time(s)");
+        let tool = if matches!(workload, Workload::Sigs(..)) { "gpg" } else { "gpgsm" };
+        header += &format!(" {:>13} {:>14}", format!("{tool} events"), format!("{tool} time(s)"));
     }
     let _ = writeln!(s, "{header}");
     for r in results {

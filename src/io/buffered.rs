@@ -300,6 +300,20 @@ impl<F: Read + Seek> BufferedReader<F> {
     pub fn rewind(&mut self) -> io::Result<()> {
         self.seek_to(0)
     }
+
+    /// Go back to the start of the file the way GnuPG's estream
+    /// `es_fseeko(fp, 0, SEEK_SET)` does: always one `lseek(2)`, and the
+    /// buffer is dropped, even when it still holds offset 0.
+    ///
+    /// # Errors
+    /// The error from `lseek(2)`.
+    pub fn rewind_unbuffered(&mut self) -> io::Result<()> {
+        self.file.seek(0)?;
+        self.buf_start = 0;
+        self.pos = 0;
+        self.filled = 0;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

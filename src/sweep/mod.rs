@@ -30,12 +30,16 @@ pub enum Workload {
     Stats,
     /// `find PATTERN`.
     Find(String),
+    /// `list --with-sigs` or `list --check-sigs`, with `--lookup L`.
+    Sigs(crate::sigs::Mode, Lookup),
 }
 
 impl Workload {
-    /// `validate`, `list`, `stats` or `find:PATTERN`.
+    /// `validate`, `list`, `stats`, `find:PATTERN`, `with-sigs` or `check-sigs`.
     pub fn name(&self) -> String {
         match self {
+            Self::Sigs(crate::sigs::Mode::WithSigs, _) => "with-sigs".into(),
+            Self::Sigs(crate::sigs::Mode::CheckSigs, _) => "check-sigs".into(),
             Self::Validate(_) => "validate".into(),
             Self::List => "list".into(),
             Self::Stats => "stats".into(),
@@ -140,6 +144,13 @@ fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally:
             let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
             let out = workload::validate::run(&opener, *lookup, trust, at, |_| {})?;
             if let Some(e) = out.fatal {
+                return Err(fail(&e));
+            }
+        }
+        Workload::Sigs(mode, lookup) => {
+            let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
+            let startup = workload::sigs::Startup { now: at };
+            if let Some(e) = workload::sigs::run(&opener, *mode, *lookup, startup, |_| {})?.fatal {
                 return Err(fail(&e));
             }
         }

@@ -10,6 +10,7 @@ pub mod find;
 pub mod list;
 pub mod openpgp;
 pub mod scan;
+pub mod sigs;
 pub mod stats;
 pub mod validate;
 pub mod x509;

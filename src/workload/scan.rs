@@ -64,6 +64,9 @@ pub enum ContentError {
     /// An issuer lookup made while validating the certificate failed.
     #[error(transparent)]
     Lookup(#[from] crate::validate::SearchError),
+    /// A signer lookup made while listing the key's signatures failed.
+    #[error(transparent)]
+    SignerLookup(#[from] crate::sigs::LookupError),
 }
 
 /// Why a file is not taken for a keybox.

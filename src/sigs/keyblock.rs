@@ -1,0 +1,222 @@
+//! An OpenPGP keyblock as gpg's `--list-sigs` walks it: the primary key,
+//! then each component (direct signatures, user ids, photo ids, subkeys)
+//! with its signatures in keyblock order, and the primary user id gpg
+//! would pick for it (`merge_selfsigs`' rule).
+//!
+//! Decoded packet by packet with the `pgp` crate's packet parser, so a
+//! packet the crate cannot decode (an unknown algorithm, a corrupt
+//! signature) is kept as a [`Part::Broken`] signature instead of ending
+//! the keyblock. No I/O.
+
+use pgp::packet::{Packet, PacketParser, PublicKey, PublicSubkey, Signature, UserAttribute, UserId};
+use pgp::types::KeyDetails;
+
+/// What a group of signatures is attached to.
+#[derive(Debug, Clone)]
+pub enum Component {
+    /// The primary key itself (direct-key signatures, key revocations).
+    Key,
+    /// A user id.
+    Uid(UserId),
+    /// A user attribute (photo id).
+    Uat(UserAttribute),
+    /// A subkey; `None` when the crate could not decode it.
+    Subkey(Option<Box<PublicSubkey>>),
+}
+
+/// One signature packet, decoded or not.
+#[derive(Debug, Clone)]
+pub enum Part {
+    /// A signature the crate decoded, with gpg's cached verdict from the
+    /// ring-trust packet after it (`Some(valid)` when gpg checked it).
+    Sig(Box<Signature>, Option<bool>),
+    /// A signature packet the crate could not decode, with its reason.
+    Broken(String),
+}
+
+/// A component and its signatures.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// What is signed.
+    pub component: Component,
+    /// Its signature packets in keyblock order.
+    pub sigs: Vec<Part>,
+}
+
+/// A decoded keyblock.
+#[derive(Debug, Clone)]
+pub struct Keyblock {
+    /// The primary key; `None` when the crate cannot decode it (the key
+    /// is still listed from the blob's key table).
+    pub primary: Option<Box<PublicKey>>,
+    /// The groups in keyblock order, starting with [`Component::Key`].
+    pub groups: Vec<Group>,
+}
+
+impl Keyblock {
+    /// Decode a keyblock image. GnuPG's ring-trust packets are not
+    /// decoded as packets; the one after a signature gives its cached
+    /// verdict (the "sigcache" byte: bit 0 checked, bit 1 valid).
+    pub fn parse(image: &[u8]) -> Self {
+        let mut kb = Keyblock { primary: None, groups: vec![Group { component: Component::Key, sigs: Vec::new() }] };
+        let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
+            // Framing the splitter does not read (e.g. partial lengths):
+            // the crate's parser alone, without the cached verdicts.
+            for p in PacketParser::new(image) {
+                kb.add(p);
+            }
+            return kb;
+        };
+        let mut start = 0;
+        for p in packets {
+            let end = p.body.as_ptr() as usize - image.as_ptr() as usize + p.body.len();
+            let whole = &image[start..end];
+            start = end;
+            if p.tag == crate::kbx::keyblock::tag::TRUST {
+                if let (Some(&cache), Some(Part::Sig(_, cached))) =
+                    (p.body.get(1), kb.groups.last_mut().and_then(|g| g.sigs.last_mut()))
+                {
+                    if cached.is_none() && cache & 1 != 0 {
+                        *cached = Some(cache & 2 != 0);
+                    }
+                }
+                continue;
+            }
+            if let Some(item) = PacketParser::new(whole).next() {
+                kb.add_tagged(item, Some(p.tag));
+            }
+        }
+        kb
+    }
+
+    /// Add one packet the crate parsed (or failed to).
+    fn add(&mut self, p: pgp::errors::Result<Packet>) {
+        self.add_tagged(p, None);
+    }
+
+    /// Add one packet; `tag` is its tag when the framing is known, which
+    /// says what a packet the crate could not decode was.
+    fn add_tagged(&mut self, p: pgp::errors::Result<Packet>, tag: Option<u8>) {
+        use crate::kbx::keyblock::tag as t;
+        let component = match p {
+            Ok(Packet::PublicKey(k)) if self.primary.is_none() => {
+                self.primary = Some(Box::new(k));
+                return;
+            }
+            Ok(Packet::Signature(s)) => {
+                self.push_sig(Part::Sig(Box::new(s), None));
+                return;
+            }
+            Ok(Packet::UserId(u)) => Component::Uid(u),
+            Ok(Packet::UserAttribute(u)) => Component::Uat(u),
+            Ok(Packet::PublicSubkey(k)) => Component::Subkey(Some(Box::new(k))),
+            Ok(_) => return,
+            Err(e) => {
+                let text = e.to_string();
+                let is = |want: u8, words: &[&str]| {
+                    tag.map_or_else(|| words.iter().any(|w| text.contains(w)), |t| t == want)
+                };
+                if is(t::SIGNATURE, &["Signature", "signature"]) {
+                    self.push_sig(Part::Broken(text));
+                } else if is(t::PUBLIC_SUBKEY, &["ubkey"]) {
+                    self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new() });
+                }
+                return;
+            }
+        };
+        self.groups.push(Group { component, sigs: Vec::new() });
+    }
+
+    fn push_sig(&mut self, part: Part) {
+        if let Some(g) = self.groups.last_mut() {
+            g.sigs.push(part);
+        }
+    }
+
+    /// The primary key's 64-bit key id.
+    pub fn key_id(&self) -> Option<[u8; 8]> {
+        self.primary.as_ref().map(|k| key_id_bytes(k.legacy_key_id().as_ref()))
+    }
+
+    /// The user id gpg shows for this key (`get_primary_uid`): among user
+    /// ids whose newest self-signature says "primary", the newest; else the
+    /// one with the newest self-signature; else the one that sorts last
+    /// (length, then bytes). Ties go to the one that sorts last.
+    /// `[User ID not found]` when the key has no user id.
+    pub fn primary_uid(&self) -> Vec<u8> {
+        let own = self.key_id();
+        // (created, primary flag, uid) of each user id before the first subkey.
+        let mut uids: Vec<(u32, bool, &[u8])> = Vec::new();
+        for g in &self.groups {
+            match &g.component {
+                Component::Subkey(_) => break,
+                Component::Uid(u) => {
+                    let newest = g
+                        .sigs
+                        .iter()
+                        .filter_map(|p| match p {
+                            Part::Sig(s, _) => Some(s),
+                            Part::Broken(_) => None,
+                        })
+                        .filter(|s| {
+                            matches!(s.typ().map(u8::from), Some(0x10..=0x13))
+                                && own.is_some_and(|k| issuer_key_id(s) == Some(k))
+                        })
+                        .max_by_key(|s| s.created().map_or(0, |t| t.as_secs()));
+                    let created = newest.and_then(|s| s.created()).map_or(0, |t| t.as_secs());
+                    uids.push((created, newest.is_some_and(|s| s.is_primary()), u.id()));
+                }
+                _ => {}
+            }
+        }
+        let sorts_after = |a: &[u8], b: &[u8]| (a.len(), a) > (b.len(), b);
+        let pick = |flagged: bool| {
+            let mut best: Option<(u32, &[u8])> = None;
+            for &(created, primary, id) in &uids {
+                if primary != flagged || created == 0 {
+                    continue;
+                }
+                match best {
+                    Some((c, b)) if created < c || (created == c && !sorts_after(id, b)) => {}
+                    _ => best = Some((created, id)),
+                }
+            }
+            best.map(|b| b.1)
+        };
+        if let Some(u) = pick(true).or_else(|| pick(false)) {
+            return u.to_vec();
+        }
+        let mut best: Option<&[u8]> = None;
+        for &(_, _, id) in &uids {
+            if best.is_none_or(|b| sorts_after(id, b)) {
+                best = Some(id);
+            }
+        }
+        best.map_or_else(|| b"[User ID not found]".to_vec(), <[u8]>::to_vec)
+    }
+}
+
+/// An 8-byte key id from a slice (zero-padded if shorter).
+pub fn key_id_bytes(b: &[u8]) -> [u8; 8] {
+    let mut id = [0u8; 8];
+    let n = b.len().min(8);
+    id[..n].copy_from_slice(&b[..n]);
+    id
+}
+
+/// The signer's key id as gpg reads it: the issuer subpacket, else the
+/// issuer fingerprint's key id (last 8 bytes of a v4 fingerprint, first 8
+/// of a v5/v6 one).
+pub fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
+    if let Some(id) = s.issuer_key_id().first() {
+        return Some(key_id_bytes(id.as_ref()));
+    }
+    let fpr = s.issuer_fingerprint().into_iter().next()?;
+    let b = fpr.as_bytes();
+    Some(if b.len() == 20 { key_id_bytes(&b[12..]) } else { key_id_bytes(b) })
+}
+
+/// The signer's fingerprint from the issuer-fingerprint subpacket.
+pub fn issuer_fpr(s: &Signature) -> Option<Vec<u8>> {
+    s.issuer_fingerprint().into_iter().next().map(|f| f.as_bytes().to_vec())
+}

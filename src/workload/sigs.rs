@@ -1,0 +1,208 @@
+//! `list --with-sigs` / `list --check-sigs`: every OpenPGP key with its
+//! signatures, as `gpg --list-sigs` / `gpg --check-sigs` show them.
+//!
+//! With `--lookup gnupg` the passes are gpg's (see [`crate::sigs::lookup`]):
+//! its startup probe and compress check, then a listing handle reading
+//! every blob while signers are looked up on other handles. With `scan`,
+//! the listing pass and one rescan per lookup. With `index`, the listing
+//! pass is the only one: it indexes every keyblock, and the signatures are
+//! walked from memory afterwards.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::openpgp::{self, OpenPgpKey};
+use super::scan::{Item, ScanError, Scanner};
+use crate::io::{OpenError, Opener};
+use crate::kbx::dump::hex_upper;
+use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+use crate::sigs::{
+    check_keyblock, GnupgLookup, IndexLookup, Mode, ScanLookup, SigCounts, SigGroup, Signer, SignerLookup,
+};
+use crate::timefmt::rfc3339;
+use crate::validate::Lookup;
+
+/// One key with its signatures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeySigs {
+    /// Physical blob index.
+    pub blob_index: u64,
+    /// File offset of the blob.
+    pub offset: u64,
+    /// The key as `list` shows it; for a key the `pgp` crate cannot
+    /// decode, what the blob's key table says (algorithm `unknown`).
+    #[serde(flatten)]
+    pub key: OpenPgpKey,
+    /// Why the key did not decode, if it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Its components and their signatures, in keyblock order.
+    pub signatures: Vec<SigGroup>,
+}
+
+/// How the listing ended.
+#[derive(Debug, Default)]
+pub struct SigsOutcome {
+    /// Keys listed.
+    pub listed: u64,
+    /// Signature statuses.
+    pub counts: SigCounts,
+    /// The error that ended the listing early.
+    pub fatal: Option<ScanError>,
+}
+
+/// The time of the run: gpg's compress check (`--lookup gnupg`) compares
+/// the header's maintenance time with it, and signatures made after it
+/// get gpg's "Time conflict".
+#[derive(Debug, Clone, Copy)]
+pub struct Startup {
+    /// Now, Unix seconds.
+    pub now: i64,
+}
+
+/// List every OpenPGP key (ephemeral ones are not listed, as in gpg)
+/// with its signatures.
+///
+/// # Errors
+/// [`OpenError`] if the first handle cannot be opened; later problems are
+/// in the outcome.
+pub fn run<O: Opener + Clone>(
+    opener: &O,
+    mode: Mode,
+    lookup: Lookup,
+    startup: Startup,
+    mut emit: impl FnMut(KeySigs),
+) -> Result<SigsOutcome, OpenError> {
+    let mut out = SigsOutcome::default();
+    let _cmd = tracing::info_span!(target: "kbx::lookup", "sigs", lookup = lookup.name()).entered();
+    match lookup {
+        Lookup::Gnupg => {
+            let mut g = GnupgLookup::new(opener.clone());
+            if let Err(e) = g.startup(startup.now, true) {
+                if let crate::sigs::LookupError::Open(o) = e {
+                    return Err(o);
+                }
+                out.fatal = Some(ScanError::content(0, 0, e));
+                return Ok(out);
+            }
+            listing_pass(opener, &mut out, |k, signer, out| {
+                walk(k, signer, mode, startup.now, &mut g, out, &mut emit)
+            })?;
+        }
+        Lookup::Scan => {
+            let mut s = ScanLookup::new(opener.clone());
+            listing_pass(opener, &mut out, |k, signer, out| {
+                walk(k, signer, mode, startup.now, &mut s, out, &mut emit)
+            })?;
+        }
+        Lookup::Index => {
+            let mut index = IndexLookup::default();
+            let mut pending = Vec::new();
+            listing_pass(opener, &mut out, |k, signer, _| {
+                index.insert(&signer);
+                pending.push((k, signer));
+                Ok(())
+            })?;
+            let fatal = out.fatal.take();
+            for (k, signer) in pending {
+                if let Err(e) = walk(k, signer, mode, startup.now, &mut index, &mut out, &mut emit) {
+                    out.fatal = Some(e);
+                    break;
+                }
+            }
+            out.fatal = out.fatal.take().or(fatal);
+        }
+    }
+    Ok(out)
+}
+
+/// The listing handle's pass: every OpenPGP blob not flagged ephemeral is
+/// decoded and handed to `f` (with its blob index and offset).
+fn listing_pass<O: Opener>(
+    opener: &O,
+    out: &mut SigsOutcome,
+    mut f: impl FnMut(KeySigs, Arc<Signer>, &mut SigsOutcome) -> Result<(), ScanError>,
+) -> Result<(), OpenError> {
+    let mut handle = opener.open()?;
+    let mut scan = Scanner::new(&mut handle);
+    loop {
+        match scan.next_item() {
+            Ok(None) => break,
+            Ok(Some(Item::TooLarge { .. })) => {}
+            Ok(Some(Item::Blob { index, offset, .. })) => {
+                let Some(ty) = scan.image().get(4).map(|b| BlobType::from_byte(*b)) else { continue };
+                if ty != BlobType::OpenPgp {
+                    continue;
+                }
+                let blob = match parse_blob(scan.image()) {
+                    Ok(Blob::Key(b)) => b,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        out.fatal = Some(ScanError::parse(index, offset, e));
+                        break;
+                    }
+                };
+                if blob.is_ephemeral() {
+                    continue;
+                }
+                let (key, signer) = describe(index, offset, &blob);
+                if let Err(e) = f(key, Arc::new(signer), out) {
+                    out.fatal = Some(e);
+                    break;
+                }
+            }
+            Err(e) => {
+                out.fatal = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The listing entry of a blob, and the blob as a signer.
+fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
+    let signer = Signer::from_blob(blob);
+    let (key, problem) = match openpgp::describe(blob.data()) {
+        Ok(k) => (k, None),
+        Err(why) => {
+            let first = blob.keys().next();
+            let fpr = first.map(|k| hex_upper(k.fingerprint)).unwrap_or_default();
+            let kid = first.map(|k| hex_upper(crate::kbx::search::derived_key_id(&k))).unwrap_or_default();
+            let key = OpenPgpKey {
+                fingerprint: fpr,
+                key_id: kid,
+                version: if first.is_some_and(|k| k.fingerprint.len() == 32) { 5 } else { 4 },
+                created: rfc3339(0),
+                algorithm: "unknown".into(),
+                usage: String::new(),
+                user_ids: blob.uids().map(|u| String::from_utf8_lossy(u.name).into_owned()).collect(),
+                user_attributes: 0,
+                subkeys: Vec::new(),
+            };
+            (key, Some(why))
+        }
+    };
+    (KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }, signer)
+}
+
+fn walk(
+    mut k: KeySigs,
+    signer: Arc<Signer>,
+    mode: Mode,
+    now: i64,
+    lookup: &mut impl SignerLookup,
+    out: &mut SigsOutcome,
+    emit: &mut impl FnMut(KeySigs),
+) -> Result<(), ScanError> {
+    let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
+    k.signatures = check_keyblock(&signer.keyblock, mode, now, lookup)
+        .map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
+    for s in k.signatures.iter().flat_map(|g| &g.sigs) {
+        out.counts.add(s.status);
+    }
+    out.listed += 1;
+    emit(k);
+    Ok(())
+}

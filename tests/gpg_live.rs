@@ -1,0 +1,325 @@
+//! Live comparisons with gpg (OpenPGP): `list --with-sigs` and
+//! `list --check-sigs` against `gpg --list-sigs` / `gpg --check-sigs`.
+//!
+//! * statuses: every signature's mark, signer key id and class equal to
+//!   `gpg --check-sigs --with-colons` (and `--list-sigs --with-colons`),
+//!   with every `--lookup` strategy;
+//! * reads: `--lookup gnupg` at 8 KiB (`--kbx-buffer-size 0`) within ±5%
+//!   of the `read(2)` calls gpg makes on the keybox under strace;
+//! * `--io-summary` equal to strace for the new workloads;
+//! * bad input: a missing signer, a corrupt signature, an unknown
+//!   algorithm — listed with gpg's status — and a truncated keyblock (a
+//!   one-line error naming blob and offset); never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kbxscope::kbx::keyblock::{split_packets, tag};
+
+use crate::common::{fixture, gen_tiny, io_summary, run, split_blobs, stderr, stdout, tool};
+
+/// A fresh GNUPGHOME (gpg has made its trustdb in it) holding `keybox` as
+/// pubring.kbx. gpg's first run over a keybox with deleted blobs rewrites
+/// it compacted; with `settle` one listing runs first, so the keybox is
+/// the one gpg reads from then on.
+fn gnupg_home(gpg: &Path, keybox: &Path, settle: bool) -> tempfile::TempDir {
+    let home = tempfile::tempdir().expect("temp dir");
+    let h = home.path().to_str().unwrap();
+    let o = Command::new(gpg).args(["--homedir", h, "--batch", "-k"]).output().expect("run gpg");
+    assert!(o.status.success(), "gpg -k: {}", String::from_utf8_lossy(&o.stderr));
+    std::fs::copy(keybox, home.path().join("pubring.kbx")).expect("copy keybox");
+    if settle {
+        Command::new(gpg).args(["--homedir", h, "--batch", "-k"]).output().expect("run gpg");
+    }
+    home
+}
+
+/// (mark, signer key id, class) of every sig/rev line, per key fingerprint.
+type Sigs = Vec<(String, Vec<(String, String, String)>)>;
+
+fn gpg_colons(text: &str) -> Sigs {
+    let mut out: Sigs = Vec::new();
+    let mut want_fpr = false;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(':').collect();
+        match f[0] {
+            "pub" => want_fpr = true,
+            "fpr" if want_fpr => {
+                out.push((f[9].to_string(), Vec::new()));
+                want_fpr = false;
+            }
+            "sig" | "rev" => {
+                let last = out.last_mut().expect("sig after a key");
+                last.1.push((f[1].to_string(), f[4].to_string(), f[10].to_string()));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn ours(json: &str) -> Sigs {
+    json.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+            let sigs = v["signatures"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|g| g["sigs"].as_array().unwrap().clone())
+                .map(|s| {
+                    let mark = s["mark"].as_str().unwrap().trim().to_string();
+                    (mark, s["signer_key_id"].as_str().unwrap().to_string(), s["class"].as_str().unwrap().to_string())
+                })
+                .collect();
+            (v["fingerprint"].as_str().unwrap().to_string(), sigs)
+        })
+        .collect()
+}
+
+/// gpg's `read(2)` calls on the keybox of `home` for `cmd`, and its stdout.
+fn gpg_reads(gpg: &Path, strace: &Path, home: &Path, cmd: &str) -> (u64, String) {
+    let trace = home.join("strace.txt");
+    let o = Command::new(strace)
+        .args(["-f", "-y", "-e", "trace=read", "-o", trace.to_str().unwrap()])
+        .arg(gpg)
+        .args(["--homedir", home.to_str().unwrap(), "--batch", cmd])
+        .output()
+        .expect("run strace gpg");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let tag = format!("<{}>", home.join("pubring.kbx").display());
+    let reads = text.lines().filter(|l| l.contains("read(") && l.contains(&tag)).count() as u64;
+    (reads, stdout(&o))
+}
+
+fn kbxscope_json(keybox: &Path, mode: &str, lookup: &str) -> String {
+    let o = run(["list", mode, "--json", "--lookup", lookup, keybox.to_str().unwrap()]);
+    assert!(o.status.success(), "{mode} {lookup}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// Statuses (all strategies) and read counts (gnupg at 8 KiB) against gpg.
+fn compare(gpg: &Path, strace: &Path, keybox: &Path, settle: bool) {
+    let home = gnupg_home(gpg, keybox, settle);
+    // kbxscope reads a copy of the keybox gpg reads, in a directory of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let ours_kbx = dir.path().join("k.kbx");
+    std::fs::copy(home.path().join("pubring.kbx"), &ours_kbx).unwrap();
+    let h = home.path().to_str().unwrap();
+    for (gpg_cmd, mode) in [("--list-sigs", "--with-sigs"), ("--check-sigs", "--check-sigs")] {
+        let colons = Command::new(gpg).args(["--homedir", h, "--batch", "--with-colons", gpg_cmd]).output().unwrap();
+        let want = gpg_colons(&String::from_utf8_lossy(&colons.stdout));
+        assert!(!want.is_empty(), "gpg listed nothing for {}", keybox.display());
+        for lookup in ["gnupg", "index", "scan"] {
+            let got = ours(&kbxscope_json(&ours_kbx, mode, lookup));
+            assert_eq!(got, want, "{} {mode} --lookup {lookup}: statuses differ from gpg {gpg_cmd}", keybox.display());
+        }
+        let (theirs, _) = gpg_reads(gpg, strace, home.path(), gpg_cmd);
+        let o = run(["--kbx-buffer-size", "0", "--io-summary=json", "list", mode, ours_kbx.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let reads = io_summary(&o)["events"]["read"].as_u64().unwrap();
+        eprintln!("{} {gpg_cmd}: gpg {theirs} reads, kbxscope {reads}", keybox.display());
+        assert!(
+            reads.abs_diff(theirs) * 20 <= theirs,
+            "{} {mode}: {reads} reads, gpg {theirs} (beyond ±5%)",
+            keybox.display()
+        );
+    }
+}
+
+fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
+    Some((tool("gpg", test)?, tool("strace", test)?))
+}
+
+#[test]
+fn sigs_equal_gpg_on_the_fixtures() {
+    let Some((gpg, strace)) = tools("sigs_equal_gpg_on_the_fixtures") else { return };
+    compare(&gpg, &strace, &fixture("gnupg-mixed.kbx"), false);
+    compare(&gpg, &strace, &fixture("gnupg-deleted.kbx"), true);
+}
+
+#[test]
+fn sigs_equal_gpg_on_generated_keyboxes() {
+    let Some((gpg, strace)) = tools("sigs_equal_gpg_on_generated_keyboxes") else { return };
+    let (_d, tiny) = gen_tiny();
+    compare(&gpg, &strace, &tiny, false);
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.kbx");
+    let o = run(["gen", small.to_str().unwrap(), "--preset", "small"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    compare(&gpg, &strace, &small, false);
+}
+
+/// System calls strace sees on the keybox, by kbxscope's names.
+fn strace_counts(strace: &Path, keybox: &Path, args: &[&str]) -> (serde_json::Value, [u64; 5]) {
+    let trace = keybox.with_extension("trace");
+    let o = Command::new(strace)
+        .args(["-f", "-y", "-e", "trace=openat,read,lseek,close,fstat,newfstatat,statx", "-o", trace.to_str().unwrap()])
+        .arg(env!("CARGO_BIN_EXE_kbxscope"))
+        .args(args)
+        .env("KBXSCOPE_CACHE_DIR", std::env::temp_dir().join("kbxscope-test-cache"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let tag = format!("<{}>", keybox.display());
+    let quoted = format!("\"{}\"", keybox.display());
+    let mut n = [0u64; 5];
+    for line in text.lines() {
+        let line = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+        let Some(p) = line.find('(') else { continue };
+        let args = &line[p + 1..];
+        let on_fd = args.trim_start_matches(|c: char| c.is_ascii_digit()).starts_with(&tag);
+        let i = match &line[..p] {
+            "openat" if args.contains(&quoted) => 0,
+            "read" if on_fd => 1,
+            "lseek" if on_fd => 2,
+            "close" if on_fd => 3,
+            "fstat" | "statx" | "newfstatat" if on_fd || args.contains(&quoted) => 4,
+            _ => continue,
+        };
+        n[i] += 1;
+    }
+    (io_summary(&o), n)
+}
+
+#[test]
+fn io_summary_equals_strace_for_the_sig_workloads() {
+    let Some(strace) = tool("strace", "io_summary_equals_strace_for_the_sig_workloads") else { return };
+    let (_d, tiny) = gen_tiny();
+    let path = tiny.to_str().unwrap();
+    for mode in ["--with-sigs", "--check-sigs"] {
+        for lookup in ["gnupg", "scan", "index"] {
+            for size in ["0", "16", "4096B", "unbuffered"] {
+                let args = ["--kbx-buffer-size", size, "--io-summary=json", "list", mode, "--lookup", lookup, path];
+                let (summary, seen) = strace_counts(&strace, &tiny, &args);
+                let e = &summary["events"];
+                let ours = ["open", "read", "seek", "close", "stat"].map(|k| e[k].as_u64().unwrap());
+                assert_eq!(
+                    ours, seen,
+                    "{mode} --lookup {lookup} at {size}: io summary vs strace (open, read, seek, close, stat)"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn index_reads_the_file_once() {
+    let (_d, tiny) = gen_tiny();
+    let size = std::fs::metadata(&tiny).unwrap().len();
+    for mode in ["--with-sigs", "--check-sigs"] {
+        let o = run([
+            "--kbx-buffer-size",
+            "0",
+            "--io-summary=json",
+            "list",
+            mode,
+            "--lookup",
+            "index",
+            tiny.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let total = io_summary(&o)["events"]["total"].as_u64().unwrap();
+        assert!(total <= size.div_ceil(8192) + 4, "{mode}: {total} file events");
+    }
+}
+
+/// Blob `i` of `blobs` with `edit` applied to its keyblock's packets.
+fn edit_blob(blob: &[u8], edit: impl Fn(&mut Vec<u8>, &[(u8, usize, usize)])) -> Vec<u8> {
+    let data_off = u32::from_be_bytes(blob[8..12].try_into().unwrap()) as usize;
+    let data_len = u32::from_be_bytes(blob[12..16].try_into().unwrap()) as usize;
+    let kb = &blob[data_off..data_off + data_len];
+    let packets: Vec<(u8, usize, usize)> = split_packets(kb)
+        .unwrap()
+        .iter()
+        .map(|p| (p.tag, data_off + (p.body.as_ptr() as usize - kb.as_ptr() as usize), p.body.len()))
+        .collect();
+    let mut out = blob.to_vec();
+    edit(&mut out, &packets);
+    out
+}
+
+/// (body offset, length) of every v4 certification (class 0x10–0x13).
+fn certifications(blob: &[u8], packets: &[(u8, usize, usize)]) -> Vec<(usize, usize)> {
+    packets
+        .iter()
+        .filter(|(t, off, _)| *t == tag::SIGNATURE && blob[*off] == 4 && matches!(blob[off + 1], 0x10..=0x13))
+        .map(|(_, off, len)| (*off, *len))
+        .collect()
+}
+
+#[test]
+fn bad_input_gets_gpgs_status() {
+    let Some((gpg, _)) = tools("bad_input_gets_gpgs_status") else { return };
+    let blobs = split_blobs(&std::fs::read(fixture("gnupg-mixed.kbx")).unwrap());
+    let header = &blobs[0];
+    let key = &blobs[2];
+    // The fixture's first key: per user id its self-signature (whose
+    // verdict gpg cached in the keyblock), then three third-party
+    // certifications. A corrupt signature: the last byte (inside the
+    // signature value) of the first certification flipped; an unknown
+    // algorithm: the second one made with public-key algorithm 99.
+    let corrupt = edit_blob(key, |b, p| {
+        let sigs = certifications(b, p);
+        assert_eq!(sigs.len(), 8, "the fixture's first key changed");
+        let (off, len) = sigs[1];
+        b[off + len - 1] ^= 0x55;
+        let (off, _) = sigs[2];
+        b[off + 2] = 99;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    // With its signers, and alone (every third-party signer missing).
+    let mut all = blobs.clone();
+    all[2] = corrupt.clone();
+    for (name, parts) in [("with signers", all), ("alone", vec![header.clone(), corrupt])] {
+        let kbx = dir.path().join("bad.kbx");
+        std::fs::write(&kbx, parts.concat()).unwrap();
+        eprintln!("bad input: {name}");
+        bad_input_case(&gpg, &kbx, name == "alone");
+    }
+}
+
+fn bad_input_case(gpg: &Path, kbx: &Path, alone: bool) {
+    let home = gnupg_home(gpg, kbx, false);
+    let h = home.path().to_str().unwrap();
+    for (gpg_cmd, mode) in [("--list-sigs", "--with-sigs"), ("--check-sigs", "--check-sigs")] {
+        let colons = Command::new(gpg).args(["--homedir", h, "--batch", "--with-colons", gpg_cmd]).output().unwrap();
+        let want = gpg_colons(&String::from_utf8_lossy(&colons.stdout));
+        let first = want.iter().find(|k| k.0 == "26A969FE5E2EAB2E5552D6C33259459D85592A97").expect("the key");
+        let marks: Vec<&str> = first.1.iter().map(|s| s.0.as_str()).collect();
+        if alone {
+            assert!(marks.contains(&"?"), "gpg {gpg_cmd}: no missing signer in {marks:?}");
+        }
+        if gpg_cmd == "--check-sigs" {
+            assert!(marks.contains(&"%") && (alone || marks.contains(&"-")), "gpg {gpg_cmd}: {marks:?}");
+        }
+        for lookup in ["gnupg", "index", "scan"] {
+            assert_eq!(ours(&kbxscope_json(kbx, mode, lookup)), want, "{mode} --lookup {lookup}");
+        }
+    }
+    // Text output lists them too, without a panic.
+    let o = run(["list", "--check-sigs", kbx.to_str().unwrap()]);
+    assert!(stdout(&o).contains("sig%"), "{}", stdout(&o));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_truncated_keyblock_is_a_one_line_error() {
+    let bytes = std::fs::read(fixture("gnupg-mixed.kbx")).unwrap();
+    let blobs = split_blobs(&bytes);
+    let cut = blobs[0].len() + blobs[1].len() + blobs[2].len() / 2;
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("cut.kbx");
+    std::fs::write(&kbx, &bytes[..cut]).unwrap();
+    for mode in ["--with-sigs", "--check-sigs"] {
+        for lookup in ["gnupg", "scan", "index"] {
+            let o = run(["list", mode, "--lookup", lookup, kbx.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(1), "{mode} {lookup}");
+            let err = stderr(&o);
+            assert_eq!(err.lines().count(), 1, "{mode} {lookup}: {err}");
+            assert!(err.contains("blob 2") && err.contains("offset"), "{mode} {lookup}: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+}
