@@ -7,6 +7,7 @@ mod dashboard;
 mod fixtures_cli;
 mod gen;
 mod gnupg_live;
+mod openpgp_wild;
 mod strace;
 mod sweep;
 mod telemetry;
