@@ -4,6 +4,7 @@ mod bad_input;
 mod common;
 mod corruption;
 mod dashboard;
+mod dump_v2;
 mod fixtures_cli;
 mod gen;
 mod gnupg_live;
