@@ -8,6 +8,7 @@ mod dump_v2;
 mod fixtures_cli;
 mod gen;
 mod gnupg_live;
+mod one_line_errors;
 mod openpgp_wild;
 mod strace;
 mod sweep;
