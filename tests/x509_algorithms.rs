@@ -269,7 +269,7 @@ fn every_signature_algorithm_gets_gpgsms_verdict() {
     std::fs::create_dir(&home).unwrap();
     import(&gpgsm, &home, &leaves);
     import(&gpgsm, &home, &cas);
-    import(&gpgsm, &home, &[root.clone()]);
+    import(&gpgsm, &home, std::slice::from_ref(&root));
     let fpr = kbxscope::kbx::dump::hex_upper(&sha1::Sha1::digest(&root));
     let trust = home.join("trustlist.txt");
     std::fs::write(&trust, format!("{fpr} S\n")).unwrap();

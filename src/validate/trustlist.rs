@@ -268,7 +268,7 @@ mod tests {
     fn rejects_what_gpg_agent_rejects_with_its_line_number() {
         let err = |t: &str| TrustList::parse(t).unwrap_err();
         assert_eq!(err("hello S\n").line, 1);
-        assert_eq!(err(&format!("# x\n\n98BC D9D9 6AD2 06EB 811A 467D 5A41 F085 4969 C897 S\n")).line, 3);
+        assert_eq!(err("# x\n\n98BC D9D9 6AD2 06EB 811A 467D 5A41 F085 4969 C897 S\n").line, 3);
         assert_eq!(err("# x\n98BC S\n").reason, "bad fingerprint");
         assert_eq!(err(&format!("{A}0 S\n")).reason, "bad fingerprint");
         assert_eq!(err("98BC:D9:D9:6A:D2:06:EB:81:1A:46:7D:5A:41:F0:85:49:69:C8:97 S\n").reason, "bad fingerprint");
