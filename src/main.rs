@@ -10,10 +10,23 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// A usage error as one line on stderr, exit 2 (help and version print in
+/// full, exit 0): clap's first paragraph, its lines joined.
+fn usage_exit(e: &clap::Error) -> ! {
+    if !e.use_stderr() {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.split("\n\n").next().unwrap_or_default();
+    let line = first.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    eprintln!("kbxscope: {} (see kbxscope --help)", line.trim_start_matches("error: "));
+    std::process::exit(2);
+}
+
 fn main() -> ExitCode {
-    let args = cli::args::Cli::parse();
+    let args = cli::args::Cli::try_parse().unwrap_or_else(|e| usage_exit(&e));
     if let Err(usage) = args.check() {
-        usage.exit();
+        usage_exit(&usage);
     }
     match cli::run(args) {
         Ok(code) => code,

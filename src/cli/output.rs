@@ -23,7 +23,7 @@ pub enum WriteError {
     #[error("'{}' exists; not replacing it (use --force to replace it)", .0.display())]
     Exists(PathBuf),
     /// The system refused.
-    #[error("cannot write '{}': {source}", path.display())]
+    #[error("cannot write '{}'", path.display())]
     Io {
         /// The target.
         path: PathBuf,

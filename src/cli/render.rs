@@ -13,6 +13,9 @@ pub fn listing(l: &Listed) -> String {
         KeyDetails::Openpgp(k) => {
             let _ = writeln!(s, "pub   {} {} [{}]{eph}", k.algorithm, date(&k.created), k.usage);
             let _ = writeln!(s, "      {}", k.fingerprint);
+            if let Some(why) = &k.undecoded {
+                let _ = writeln!(s, "      [{why}]");
+            }
             for uid in &k.user_ids {
                 let _ = writeln!(s, "uid           {uid}");
             }

@@ -103,7 +103,7 @@ impl CertInfo {
     /// # Errors
     /// A message if the certificate does not decode.
     pub fn decode(der: &[u8]) -> Result<Self, String> {
-        let (_, cert) = X509Certificate::from_der(der).map_err(|e| format!("certificate does not decode: {e}"))?;
+        let (_, cert) = X509Certificate::from_der(der).map_err(decode_error)?;
         Ok(Self::of(&cert))
     }
 
@@ -148,6 +148,16 @@ impl CertInfo {
             }
         }
         info
+    }
+}
+
+/// One line for a certificate that does not decode: x509-parser's own
+/// message, never the parser's `Debug` form (nom's `Display` is `Debug`).
+pub fn decode_error(e: x509_parser::nom::Err<x509_parser::error::X509Error>) -> String {
+    use x509_parser::nom::Err;
+    match e {
+        Err::Error(e) | Err::Failure(e) => format!("certificate does not decode: {e}"),
+        Err::Incomplete(_) => "certificate does not decode: it is truncated".into(),
     }
 }
 

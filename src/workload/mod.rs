@@ -9,6 +9,7 @@ pub mod dump;
 pub mod find;
 pub mod list;
 pub mod openpgp;
+pub mod pgp_packets;
 pub mod scan;
 pub mod sigs;
 pub mod stats;

@@ -4,6 +4,11 @@
 //! `pgp`'s composed parser stops at the first one *without an error* and
 //! silently drops every user id and subkey after it, so those packets are
 //! filtered out of the packet stream before the key is assembled.
+//!
+//! Keys, key ids, creation times and algorithm names always come from a
+//! plain walk over the packets ([`super::pgp_packets`]), so a key the
+//! `pgp` crate cannot decode (secp256k1, brainpool, Ed448, v5, …) is still
+//! listed with everything gpg shows, marked [`OpenPgpKey::undecoded`].
 
 use pgp::composed::{Deserializable, SignedPublicKey};
 use pgp::packet::{Packet, PacketParser, Signature};
@@ -11,6 +16,7 @@ use pgp::types::{KeyDetails, PublicParams};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
+use super::pgp_packets::{walk, RawKeyblock};
 use crate::kbx::dump::hex_upper;
 use crate::timefmt::rfc3339;
 
@@ -35,6 +41,10 @@ pub struct OpenPgpKey {
     pub user_attributes: usize,
     /// Subkeys in keyblock order.
     pub subkeys: Vec<OpenPgpSubkey>,
+    /// Set when the `pgp` crate could not decode the keyblock: what is
+    /// listed comes from the packet headers alone (no signature checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecoded: Option<String>,
 }
 
 /// One subkey as listed.
@@ -55,16 +65,53 @@ pub struct OpenPgpSubkey {
 /// Decode a keyblock image (with GnuPG's trust packets) into a listing.
 ///
 /// # Errors
-/// A message when the keyblock does not hold a public key.
+/// A message when the keyblock's packets do not even frame a public key.
 pub fn describe(image: &[u8]) -> Result<OpenPgpKey, String> {
+    let raw = walk(image).map_err(|e| format!("keyblock does not decode: {e}"))?;
+    let Some(mut key) = decode(image) else { return Ok(from_packets(raw)) };
+    // gpg's names and the packet-level facts, in keyblock order.
+    if key.subkeys.len() + 1 == raw.keys.len() {
+        key.algorithm.clone_from(&raw.keys[0].algorithm);
+        for (sub, r) in key.subkeys.iter_mut().zip(&raw.keys[1..]) {
+            sub.algorithm.clone_from(&r.algorithm);
+        }
+    }
+    Ok(key)
+}
+
+/// A listing from the packet walk alone.
+fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
+    let mut keys = raw.keys.into_iter();
+    let primary = keys.next().expect("walk() returns a primary key");
+    OpenPgpKey {
+        fingerprint: primary.fingerprint,
+        key_id: primary.key_id,
+        version: primary.version,
+        created: rfc3339(primary.created.into()),
+        algorithm: primary.algorithm,
+        usage: primary.usage,
+        user_ids: raw.user_ids,
+        user_attributes: raw.user_attributes,
+        subkeys: keys
+            .map(|k| OpenPgpSubkey {
+                fingerprint: k.fingerprint,
+                key_id: k.key_id,
+                created: rfc3339(k.created.into()),
+                algorithm: k.algorithm,
+                usage: k.usage,
+            })
+            .collect(),
+        undecoded: Some("the OpenPGP decoder does not support this key; shown from its packet headers".into()),
+    }
+}
+
+/// The listing as the `pgp` crate decodes it (`None` if it cannot).
+fn decode(image: &[u8]) -> Option<OpenPgpKey> {
     let packets = PacketParser::new(image).filter(|p| !matches!(p, Ok(Packet::Trust(_))));
-    let key = SignedPublicKey::from_packets(packets.peekable())
-        .next()
-        .ok_or_else(|| "keyblock holds no public key".to_string())?
-        .map_err(|e| format!("keyblock does not decode: {e}"))?;
+    let key = SignedPublicKey::from_packets(packets.peekable()).next()?.ok()?;
     let primary = &key.primary_key;
     let self_sigs = key.details.users.iter().flat_map(|u| u.signatures.iter()).chain(&key.details.direct_signatures);
-    Ok(OpenPgpKey {
+    Some(OpenPgpKey {
         fingerprint: hex_upper(primary.fingerprint().as_bytes()),
         key_id: hex_upper(primary.legacy_key_id().as_ref()),
         version: u8::from(primary.version()),
@@ -84,6 +131,7 @@ pub fn describe(image: &[u8]) -> Result<OpenPgpKey, String> {
                 usage: usage_letters(s.signatures.iter()),
             })
             .collect(),
+        undecoded: None,
     })
 }
 

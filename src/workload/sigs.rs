@@ -180,6 +180,7 @@ fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
                 user_ids: blob.uids().map(|u| String::from_utf8_lossy(u.name).into_owned()).collect(),
                 user_attributes: 0,
                 subkeys: Vec::new(),
+                undecoded: Some(why.clone()),
             };
             (key, Some(why))
         }

@@ -2,8 +2,9 @@
 //!
 //! [`dump_blob`] reproduces the field names, order, number formats and
 //! escaping of GnuPG's `_keybox_dump_blob`, including its quirks (an X.509
-//! blob's "Key-Kid" shows the first 8 bytes of the blob; a version-2 blob
-//! shows only the first 20 bytes of each fingerprint slot). Where kbxutil
+//! blob's "Key-Kid" shows the first 8 bytes of the blob). A version-2 blob
+//! (GnuPG 2.3+) shows each fingerprint slot's 32 bytes when its key flags
+//! have 0x80 set, else its first 20, and no key id lines. Where kbxutil
 //! would read outside the blob, this prints
 //! `[Error: <field> lies outside the blob]` and stops the record instead.
 
@@ -124,7 +125,15 @@ fn dump_into(image: &[u8], out: &mut Vec<u8>) -> Result<(), OutOfBounds> {
     let keyinfolen = buf.u16(18, "key-info length")?;
     line(out, format!("Key-Info-Length: {keyinfolen}\n"));
     let mut p: u64 = 20;
+    let fpr32 = buf.u8(5, "blob version")? == 2;
     for i in 0..nkeys {
+        if fpr32 {
+            let kflags = buf.u16(p + 32, "key flags")?;
+            let fpr = buf.bytes(p, if kflags & 0x80 != 0 { 32 } else { 20 }, "key fingerprint")?;
+            line(out, format!("Key-Fpr[{i}]: {}\nKey-Flags[{i}]: {kflags:04X}\n", hex_upper(fpr)));
+            p += keyinfolen;
+            continue;
+        }
         let fpr = buf.bytes(p, 20, "key fingerprint")?;
         let kidoff = buf.u32(p + 20, "key id offset")?;
         let kid = buf.bytes(kidoff, 8, "key id")?;
@@ -197,7 +206,8 @@ fn dump_into(image: &[u8], out: &mut Vec<u8>) -> Result<(), OutOfBounds> {
             1 => "[missing key]".to_string(),
             2 => "[bad signature]".to_string(),
             f if f < 0x1000_0000 => format!("[bad flag {f:x}]"),
-            0xFFFF_FFFF => "[good - does not expire]".to_string(),
+            // kbxutil compares the 32-bit value with (ulong)-1, which on
+            // 64-bit systems it never equals: 0xFFFFFFFF "expires" too.
             f => format!("[good - expires at {f}]"),
         };
         line(out, format!("Sig-Expire[{i}]: {text}\n"));
