@@ -4,11 +4,18 @@
 //! at each level (Chrome layer writing to a sink).
 //!
 //! `cargo bench --bench overhead`; the numbers are in BENCHMARKS.md.
+//!
+//! A small harness of its own (no criterion: it doubled the test build's
+//! dependencies): each variant is warmed up, then timed in `SAMPLES`
+//! samples of enough iterations to last about `SAMPLE_TIME`; it prints the
+//! median time per iteration with the fastest and slowest sample, and the
+//! throughput. `cargo bench --bench overhead -- FILTER` runs the variants
+//! whose name contains FILTER.
 
+use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
@@ -39,13 +46,62 @@ fn rescans(path: &Path) -> u64 {
     tally.snapshot().events.total()
 }
 
-fn overhead(c: &mut Criterion) {
+/// Samples per variant.
+const SAMPLES: usize = 15;
+/// About how long one sample lasts.
+const SAMPLE_TIME: Duration = Duration::from_millis(250);
+
+/// The variants to run (from the command line) and the bytes one iteration reads.
+struct Group {
+    filter: Option<String>,
+    bytes: u64,
+}
+
+impl Group {
+    /// Time `f` unless the filter leaves it out; print one line.
+    fn bench_function(&mut self, name: impl AsRef<str>, mut f: impl FnMut() -> u64) {
+        let name = name.as_ref();
+        if self.filter.as_deref().is_some_and(|want| !name.contains(want)) {
+            return;
+        }
+        // Warm up for one sample's time; it also tells how many iterations fill a sample.
+        let start = Instant::now();
+        let mut warm = 0u32;
+        while start.elapsed() < SAMPLE_TIME {
+            black_box(f());
+            warm += 1;
+        }
+        let per_sample =
+            (SAMPLE_TIME.as_secs_f64() / (start.elapsed().as_secs_f64() / f64::from(warm))).ceil().max(1.0) as u32;
+        let mut times: Vec<f64> = (0..SAMPLES)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..per_sample {
+                    black_box(f());
+                }
+                t.elapsed().as_secs_f64() / f64::from(per_sample)
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[SAMPLES / 2];
+        println!(
+            "rescans_8k/{name:<30} {:>8.3} ms  [{:.3} … {:.3}]  {:>7.1} MiB/s",
+            median * 1e3,
+            times[0] * 1e3,
+            times[SAMPLES - 1] * 1e3,
+            self.bytes as f64 / median / (1024.0 * 1024.0),
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; anything else not starting with `-` is a filter.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let path = keybox();
     let size = std::fs::metadata(&path).unwrap().len();
-    let mut g = c.benchmark_group("rescans_8k");
-    g.throughput(Throughput::Bytes(10 * size)).sample_size(15).measurement_time(Duration::from_secs(4));
+    let mut g = Group { filter, bytes: 10 * size };
     // Telemetry off: the binary without --metrics-*; no handles at all.
-    g.bench_function("no recorder", |b| b.iter(|| rescans(&path)));
+    g.bench_function("no recorder", || rescans(&path));
     // Tracing alone (metrics still off).
     for (level, targets) in [
         ("command", &["kbx::command"][..]),
@@ -58,7 +114,7 @@ fn overhead(c: &mut Criterion) {
         let filter = targets.iter().fold(Targets::new(), |t, target| t.with_target(*target, tracing::Level::TRACE));
         let subscriber = tracing_subscriber::registry().with(chrome.with_filter(filter));
         tracing::subscriber::with_default(subscriber, || {
-            g.bench_function(format!("tracing {level}"), |b| b.iter(|| rescans(&path)));
+            g.bench_function(format!("tracing {level}"), || rescans(&path));
         });
         drop(guard);
     }
@@ -73,27 +129,19 @@ fn overhead(c: &mut Criterion) {
     let handle = recorder.handle();
     // What the library does without the sink thread: every flush recorded
     // on the scanning thread.
-    g.bench_function("prometheus recorder, inline", |b| {
-        b.iter(|| {
-            let n = metrics::with_local_recorder(&recorder, || rescans(&path));
-            handle.run_upkeep();
-            n
-        })
+    g.bench_function("prometheus recorder, inline", || {
+        let n = metrics::with_local_recorder(&recorder, || rescans(&path));
+        handle.run_upkeep();
+        n
     });
     // What the binary does: flushes recorded on the sink thread. The timed
     // iteration waits for the sink and drains the exporter's samples into
     // its buckets, so nothing is left for later.
     kbxscope::telemetry::sink::start().unwrap();
-    g.bench_function("prometheus recorder", |b| {
-        b.iter(|| {
-            let n = metrics::with_local_recorder(&recorder, || rescans(&path));
-            kbxscope::telemetry::sink::drain();
-            handle.run_upkeep();
-            n
-        })
+    g.bench_function("prometheus recorder", || {
+        let n = metrics::with_local_recorder(&recorder, || rescans(&path));
+        kbxscope::telemetry::sink::drain();
+        handle.run_upkeep();
+        n
     });
-    g.finish();
 }
-
-criterion_group!(benches, overhead);
-criterion_main!(benches);

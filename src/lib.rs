@@ -59,5 +59,6 @@ pub use kbx_format as kbx;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;
+pub mod units;
 pub mod validate;
 pub mod workload;

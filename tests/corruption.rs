@@ -71,7 +71,6 @@ fn every_pass(bytes: &[u8], case: &str, depth: Depth) -> Vec<ScanError> {
     errors
 }
 
-#[test]
 fn every_truncation_fails_at_the_right_blob() {
     let (bytes, bounds) = small_keybox(5);
     for cut in 1..bytes.len() {
@@ -89,7 +88,6 @@ fn every_truncation_fails_at_the_right_blob() {
     }
 }
 
-#[test]
 fn every_bit_flip_in_the_first_blobs_is_caught_or_harmless() {
     let (bytes, bounds) = small_keybox(4);
     let mut failed = 0;
@@ -149,7 +147,6 @@ fn run_limited(args: &[&str]) -> std::process::Output {
     }
 }
 
-#[test]
 fn hostile_lengths_and_limits_on_the_command_line() {
     let blobs = split_blobs(&std::fs::read(fixture("gnupg-deleted.kbx")).unwrap());
     let (h, a, b) = (&blobs[0], &blobs[1], &blobs[2]);
@@ -219,3 +216,9 @@ fn hostile_lengths_and_limits_on_the_command_line() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 2, "the two certificates around the big and deleted blobs");
 }
+
+crate::tests![
+    every_truncation_fails_at_the_right_blob,
+    every_bit_flip_in_the_first_blobs_is_caught_or_harmless,
+    hostile_lengths_and_limits_on_the_command_line,
+];

@@ -21,7 +21,6 @@ fn trustlist(kbx: &Path) -> PathBuf {
     PathBuf::from(format!("{}.trustlist.txt", kbx.display()))
 }
 
-#[test]
 fn same_options_same_bytes() {
     let (_a, a) = gen(&["--preset", "tiny"]);
     let (_b, b) = gen(&["--preset", "tiny", "--seed", "1"]);
@@ -31,7 +30,6 @@ fn same_options_same_bytes() {
     assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
 }
 
-#[test]
 fn explicit_counts_and_size() {
     let (_d, p) = gen(&["--openpgp", "7", "--x509", "5", "--size", "300k", "--seed", "3"]);
     let o = run(["stats", "--json", p.to_str().unwrap()]);
@@ -41,7 +39,6 @@ fn explicit_counts_and_size() {
     assert!((size - 300.0 * 1024.0).abs() / (300.0 * 1024.0) < 0.03, "size {size}");
 }
 
-#[test]
 fn refuses_to_overwrite_and_leaves_nothing_on_failure() {
     let (dir, p) = gen(&["--preset", "tiny"]);
     let before = std::fs::read(&p).unwrap();
@@ -68,11 +65,13 @@ fn refuses_to_overwrite_and_leaves_nothing_on_failure() {
     assert!(names.iter().all(|n| !n.contains(".tmp")), "temporary files left: {names:?}");
 }
 
-#[test]
 fn killed_generation_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("big.kbx");
-    let mut child = crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "small"]).spawn().unwrap();
+    let mut child =
+        crate::common::quiet(crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "small"]))
+            .spawn()
+            .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(700));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -82,7 +81,6 @@ fn killed_generation_leaves_no_output() {
 
 /// SIGKILL at every moment of a whole generation, writing included: the
 /// output is either absent or complete, never partial.
-#[test]
 fn killed_at_any_moment_gen_leaves_all_or_nothing() {
     let (_d, reference) = gen(&["--preset", "tiny"]);
     let whole = std::fs::read(&reference).unwrap();
@@ -91,7 +89,10 @@ fn killed_at_any_moment_gen_leaves_all_or_nothing() {
     let (mut complete, mut absent) = (0, 0);
     for delay_ms in (0..600).step_by(15) {
         let out = dir.path().join(format!("k{delay_ms}.kbx"));
-        let mut child = crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "tiny"]).spawn().unwrap();
+        let mut child =
+            crate::common::quiet(crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "tiny"]))
+                .spawn()
+                .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         let _ = child.kill(); // SIGKILL; it may have finished already
         child.wait().unwrap();
@@ -109,7 +110,6 @@ fn killed_at_any_moment_gen_leaves_all_or_nothing() {
     eprintln!("killed {} times: {absent} left nothing, {complete} had finished", absent + complete);
 }
 
-#[test]
 fn the_default_keybox_comes_from_the_cache() {
     let cache = tempfile::tempdir().unwrap();
     let name = kbxscope::gen::cache::default_keybox_name();
@@ -152,7 +152,6 @@ fn gpgsm_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
     crate::common::gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout))
 }
 
-#[test]
 fn gnupg_accepts_and_validates_what_gen_writes() {
     let (Some(gpgsm), Some(gpg), Some(kbxutil)) = (
         tool("gpgsm", "gnupg_accepts_and_validates_what_gen_writes"),
@@ -236,3 +235,13 @@ fn gnupg_accepts_and_validates_what_gen_writes() {
         let _ = Command::new("gpgconf").args(["--homedir", home.path().to_str().unwrap(), "--kill", "all"]).output();
     }
 }
+
+crate::tests![
+    same_options_same_bytes,
+    explicit_counts_and_size,
+    refuses_to_overwrite_and_leaves_nothing_on_failure,
+    killed_generation_leaves_no_output,
+    killed_at_any_moment_gen_leaves_all_or_nothing,
+    the_default_keybox_comes_from_the_cache,
+    gnupg_accepts_and_validates_what_gen_writes needs ["gpgsm", "gpg", "kbxutil"],
+];

@@ -107,7 +107,6 @@ fn commands(keybox: &str) -> Vec<Vec<String>> {
     ]
 }
 
-#[test]
 fn io_summary_equals_strace_exactly() {
     let Some(strace) = tool("strace", "io_summary_equals_strace_exactly") else { return };
     for kbx in ["gnupg-mixed", "gnupg-deleted"] {
@@ -139,7 +138,6 @@ fn io_summary_equals_strace_exactly() {
     }
 }
 
-#[test]
 fn the_keybox_is_only_ever_read() {
     let Some(strace) = tool("strace", "the_keybox_is_only_ever_read") else { return };
     let (dir, path) = temp_copy("gnupg-deleted");
@@ -188,7 +186,6 @@ fn requested(line: &str) -> Option<u64> {
     call.rsplit_once(", ")?.1.trim().parse().ok()
 }
 
-#[test]
 fn a_whole_sweep_counts_what_strace_sees() {
     let Some(strace) = tool("strace", "a_whole_sweep_counts_what_strace_sees") else { return };
     let (dir, kbx) = crate::common::gen_tiny();
@@ -242,3 +239,9 @@ fn a_whole_sweep_counts_what_strace_sees() {
     }
     assert!(rest.is_empty(), "strace saw {} events after the last size", rest.len());
 }
+
+crate::tests![
+    io_summary_equals_strace_exactly needs ["strace"],
+    the_keybox_is_only_ever_read needs ["strace"],
+    a_whole_sweep_counts_what_strace_sees needs ["strace"],
+];

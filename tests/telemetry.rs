@@ -10,7 +10,6 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-#[test]
 fn metrics_out_is_a_valid_exposition() {
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("kbx.prom");
@@ -68,7 +67,6 @@ fn metrics_out_is_a_valid_exposition() {
     }
 }
 
-#[test]
 fn a_port_in_use_fails_before_any_work() {
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap();
@@ -93,7 +91,6 @@ fn scrape(port: u16) -> Option<String> {
     Some(body)
 }
 
-#[test]
 fn metrics_listen_serves_the_final_values_while_lingering() {
     let port = free_port();
     let mut child = bin()
@@ -123,3 +120,9 @@ fn metrics_listen_serves_the_final_values_while_lingering() {
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");
     assert!(body.contains("kbx_file_events_total{op=\"read\",buffer_size=\"65536\"} 11"), "{body}");
 }
+
+crate::tests![
+    metrics_out_is_a_valid_exposition needs ["promtool"],
+    a_port_in_use_fails_before_any_work,
+    metrics_listen_serves_the_final_values_while_lingering,
+];
