@@ -86,7 +86,7 @@ fn exports_and_bad_paths() {
             .assert()
             .code(1)
             .stdout("")
-            .stderr(predicate::str::contains("cannot write").and(predicate::str::contains(".tmp").not()))
+            .stderr(predicate::str::contains("cannot write").and(predicate::str::contains(".s.json.").not()))
             .stderr(predicate::function(|e: &str| e.matches("No such file or directory").count() == 1));
     }
     for (args, want) in [

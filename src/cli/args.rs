@@ -10,7 +10,7 @@ use kbxscope::io::BufferSize;
 /// keys and certificates) and show what reading them costs: every system call
 /// made on the keybox (a "file event") is counted and timed.
 #[derive(Debug, Parser)]
-#[command(name = "kbxscope", version, about, max_term_width = 100)]
+#[command(name = "kbxscope", version, max_term_width = 100)]
 pub struct Cli {
     /// Read buffer for keybox files. A bare number is KiB as in GnuPG
     /// (0 = the 8 KiB stream default, others round up to a multiple of

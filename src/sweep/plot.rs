@@ -234,7 +234,8 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
         let body = root.titled(&heading, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = body.split_horizontally(SIZE.0 / 2);
         panel(&left, "file events per run", "file events (log scale)", &events, &sizes)?;
-        let caption = format!("wall time, mean of {} run(s), bars min…max", sweep.runs);
+        let runs = if sweep.runs == 1 { "1 run".to_string() } else { format!("{} runs", sweep.runs) };
+        let caption = format!("wall time, mean of {runs}, bars min…max");
         panel(&right, &caption, "seconds (log scale)", &times, &sizes)?;
         root.present().map_err(err)?;
     }
