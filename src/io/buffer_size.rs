@@ -141,9 +141,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_values() {
-        for bad in ["", "-1", "-8", "abc", "12kb", "1.5M", " 8", "8 ", "k", "0x10"] {
+        for bad in ["", "-1", "-8", "abc", "12kx", "1.5M", " 8", "8 ", "k", "0x10"] {
             assert_eq!(p(bad), Err(BufferSizeError::Syntax), "{bad:?}");
         }
+        // kb, KB and KiB alike (issue #16).
+        assert_eq!(p("12kb"), Ok(12288));
+        assert_eq!(p("12KB"), Ok(12288));
         assert_eq!(p("0B"), Err(BufferSizeError::Zero));
         assert_eq!(p("0k"), Err(BufferSizeError::Zero));
         assert_eq!(p("2G"), Err(BufferSizeError::TooLarge));
