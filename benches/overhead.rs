@@ -5,12 +5,18 @@
 //! level (Chrome layer writing to a sink).
 //!
 //! `cargo bench --bench overhead`; the numbers are in BENCHMARKS.md.
+//!
+//! A small harness of its own (no criterion: it doubled the test build's
+//! dependencies): each variant is warmed up, then timed in `SAMPLES`
+//! samples of enough iterations to last about `SAMPLE_TIME`; it prints the
+//! median time per iteration with the fastest and slowest sample, and the
+//! throughput. `cargo bench --bench overhead -- FILTER` runs the variants
+//! whose name contains FILTER.
 
+use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::time::{Duration, Instant};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
@@ -40,13 +46,62 @@ fn rescans(path: &Path, observer: Option<Arc<dyn IoObserver>>) -> u64 {
     tally.snapshot().events.total()
 }
 
-fn overhead(c: &mut Criterion) {
+/// Samples per variant.
+const SAMPLES: usize = 15;
+/// About how long one sample lasts.
+const SAMPLE_TIME: Duration = Duration::from_millis(250);
+
+/// The variants to run (from the command line) and the bytes one iteration reads.
+struct Group {
+    filter: Option<String>,
+    bytes: u64,
+}
+
+impl Group {
+    /// Time `f` unless the filter leaves it out; print one line.
+    fn bench_function(&mut self, name: impl AsRef<str>, mut f: impl FnMut() -> u64) {
+        let name = name.as_ref();
+        if self.filter.as_deref().is_some_and(|want| !name.contains(want)) {
+            return;
+        }
+        // Warm up for one sample's time; it also tells how many iterations fill a sample.
+        let start = Instant::now();
+        let mut warm = 0u32;
+        while start.elapsed() < SAMPLE_TIME {
+            black_box(f());
+            warm += 1;
+        }
+        let per_sample =
+            (SAMPLE_TIME.as_secs_f64() / (start.elapsed().as_secs_f64() / f64::from(warm))).ceil().max(1.0) as u32;
+        let mut times: Vec<f64> = (0..SAMPLES)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..per_sample {
+                    black_box(f());
+                }
+                t.elapsed().as_secs_f64() / f64::from(per_sample)
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[SAMPLES / 2];
+        println!(
+            "rescans_8k/{name:<30} {:>8.3} ms  [{:.3} … {:.3}]  {:>7.1} MiB/s",
+            median * 1e3,
+            times[0] * 1e3,
+            times[SAMPLES - 1] * 1e3,
+            self.bytes as f64 / median / (1024.0 * 1024.0),
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; anything else not starting with `-` is a filter.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let path = keybox();
     let size = std::fs::metadata(&path).unwrap().len();
-    let mut g = c.benchmark_group("rescans_8k");
-    g.throughput(Throughput::Bytes(10 * size)).sample_size(15).measurement_time(Duration::from_secs(4));
+    let mut g = Group { filter, bytes: 10 * size };
     // Telemetry off: the binary without --metrics-*; no observer.
-    g.bench_function("metrics off", |b| b.iter(|| rescans(&path, None)));
+    g.bench_function("metrics off", || rescans(&path, None));
     // Tracing alone (metrics still off).
     for (level, targets) in [
         ("command", &["kbx::command"][..]),
@@ -59,22 +114,16 @@ fn overhead(c: &mut Criterion) {
         let filter = targets.iter().fold(Targets::new(), |t, target| t.with_target(*target, tracing::Level::TRACE));
         let subscriber = tracing_subscriber::registry().with(chrome.with_filter(filter));
         tracing::subscriber::with_default(subscriber, || {
-            g.bench_function(format!("tracing {level}"), |b| b.iter(|| rescans(&path, None)));
+            g.bench_function(format!("tracing {level}"), || rescans(&path, None));
         });
         drop(guard);
     }
     // Metrics on: every handle buckets its events and reports to IoMetrics;
     // rendering once per iteration stands in for a scrape.
     let metrics = Arc::new(IoMetrics::default());
-    g.bench_function("metrics on", |b| {
-        b.iter(|| {
-            let n = rescans(&path, Some(metrics.clone()));
-            std::hint::black_box(metrics.render());
-            n
-        })
+    g.bench_function("metrics on", || {
+        let n = rescans(&path, Some(metrics.clone()));
+        std::hint::black_box(metrics.render());
+        n
     });
-    g.finish();
 }
-
-criterion_group!(benches, overhead);
-criterion_main!(benches);

@@ -61,5 +61,6 @@ pub mod sigs;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;
+pub mod units;
 pub mod validate;
 pub mod workload;

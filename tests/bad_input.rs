@@ -23,7 +23,6 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     p.to_str().unwrap().to_string()
 }
 
-#[test]
 fn missing_directory_and_special_files() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.kbx");
@@ -45,7 +44,6 @@ fn missing_directory_and_special_files() {
     fails_with(&["stats", a.to_str().unwrap()], "Too many levels of symbolic links");
 }
 
-#[test]
 fn files_that_are_not_keyboxes() {
     let dir = tempfile::tempdir().unwrap();
     let empty = write(dir.path(), "empty.kbx", b"");
@@ -61,7 +59,6 @@ fn files_that_are_not_keyboxes() {
     );
 }
 
-#[test]
 fn truncated_keybox_reports_what_came_before() {
     let bytes = std::fs::read(fixture("gnupg-mixed.kbx")).unwrap();
     let blobs = split_blobs(&bytes);
@@ -82,7 +79,6 @@ fn truncated_keybox_reports_what_came_before() {
     fails_with(&["dump", &cut], &format!("blob 5 at byte offset {off5}: the file ends after 3 byte(s)"));
 }
 
-#[test]
 fn every_truncation_of_a_small_keybox_fails_cleanly() {
     let bytes = std::fs::read(fixture("gnupg-mixed.kbx")).unwrap();
     let blobs = split_blobs(&bytes);
@@ -106,7 +102,6 @@ fn every_truncation_of_a_small_keybox_fails_cleanly() {
     }
 }
 
-#[test]
 fn a_corrupt_blob_in_the_middle_does_not_stop_the_listing() {
     let (_dir, path) = temp_copy("gnupg-mixed");
     let mut bytes = std::fs::read(&path).unwrap();
@@ -123,7 +118,6 @@ fn a_corrupt_blob_in_the_middle_does_not_stop_the_listing() {
     assert!(o.status.success());
 }
 
-#[test]
 fn garbage_lengths_and_tables() {
     let bytes = std::fs::read(fixture("gnupg-mixed.kbx")).unwrap();
     let blobs = split_blobs(&bytes);
@@ -154,7 +148,6 @@ fn garbage_lengths_and_tables() {
     }
 }
 
-#[test]
 fn permission_denied() {
     let (dir, path) = temp_copy("gnupg-mixed");
     use std::os::unix::fs::PermissionsExt;
@@ -179,7 +172,6 @@ fn permission_denied() {
 
 /// Bad values for every option: exit 2, a message naming the option and
 /// saying what it accepts.
-#[test]
 fn usage_errors_exit_2() {
     let kib = "expected a number of KiB";
     let count = "expected a whole number";
@@ -259,7 +251,6 @@ fn usage_errors_exit_2() {
     }
 }
 
-#[test]
 fn a_closed_pipe_is_not_an_error() {
     use std::io::Read;
     use std::process::Stdio;
@@ -275,3 +266,15 @@ fn a_closed_pipe_is_not_an_error() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).is_empty());
 }
+
+crate::tests![
+    missing_directory_and_special_files,
+    files_that_are_not_keyboxes,
+    truncated_keybox_reports_what_came_before,
+    every_truncation_of_a_small_keybox_fails_cleanly,
+    a_corrupt_blob_in_the_middle_does_not_stop_the_listing,
+    garbage_lengths_and_tables,
+    permission_denied,
+    usage_errors_exit_2,
+    a_closed_pipe_is_not_an_error,
+];

@@ -81,7 +81,6 @@ fn every_pass(bytes: &[u8], case: &str, depth: Depth) -> Vec<ScanError> {
 /// since a lookup meets it first, fewer certificates are listed than on
 /// the intact file. (The fixture's root certificates are left out, so
 /// that the lookups for their children search to the end of the file.)
-#[test]
 fn lookups_report_a_truncated_skipped_blob() {
     let is_root = |b: &Vec<u8>| match kbxscope::kbx::parse_blob(b) {
         Ok(kbxscope::kbx::Blob::Key(k)) => k.x509_subject().is_some() && k.x509_subject() == k.x509_issuer(),
@@ -122,7 +121,6 @@ fn lookups_report_a_truncated_skipped_blob() {
     }
 }
 
-#[test]
 fn every_truncation_fails_at_the_right_blob() {
     let (bytes, bounds) = small_keybox(5);
     for cut in 1..bytes.len() {
@@ -140,7 +138,6 @@ fn every_truncation_fails_at_the_right_blob() {
     }
 }
 
-#[test]
 fn every_bit_flip_in_the_first_blobs_is_caught_or_harmless() {
     let (bytes, bounds) = small_keybox(4);
     let mut failed = 0;
@@ -200,7 +197,6 @@ fn run_limited(args: &[&str]) -> std::process::Output {
     }
 }
 
-#[test]
 fn hostile_lengths_and_limits_on_the_command_line() {
     let blobs = split_blobs(&std::fs::read(fixture("gnupg-deleted.kbx")).unwrap());
     let (h, a, b) = (&blobs[0], &blobs[1], &blobs[2]);
@@ -270,3 +266,10 @@ fn hostile_lengths_and_limits_on_the_command_line() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 2, "the two certificates around the big and deleted blobs");
 }
+
+crate::tests![
+    every_truncation_fails_at_the_right_blob,
+    every_bit_flip_in_the_first_blobs_is_caught_or_harmless,
+    hostile_lengths_and_limits_on_the_command_line,
+    lookups_report_a_truncated_skipped_blob,
+];

@@ -50,7 +50,6 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     out
 }
 
-#[test]
 fn dashboard_structure() {
     let d = dashboard();
     assert!(d["schemaVersion"].as_u64().unwrap() >= 36);
@@ -124,7 +123,6 @@ impl Drop for Killed {
     }
 }
 
-#[test]
 fn every_dashboard_query_returns_data_from_a_real_prometheus() {
     let Some(prometheus) = tool("prometheus", "every_dashboard_query_returns_data_from_a_real_prometheus") else {
         return;
@@ -188,3 +186,8 @@ fn every_dashboard_query_returns_data_from_a_real_prometheus() {
     }
     assert!(missing.is_empty(), "queries without data after 45 s: {missing:#?}");
 }
+
+crate::tests![
+    dashboard_structure,
+    every_dashboard_query_returns_data_from_a_real_prometheus needs ["prometheus"],
+];

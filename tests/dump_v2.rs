@@ -82,7 +82,6 @@ fn keybox() -> (Vec<u8>, String) {
     ([header, v2, v1].concat(), kbxscope::kbx::dump::hex_upper(&v5_fpr(&primary)))
 }
 
-#[test]
 fn version_2_blobs_and_expiries_dump_like_kbxutil() {
     let name = "version_2_blobs_and_expiries_dump_like_kbxutil";
     let (bytes, fpr) = keybox();
@@ -115,3 +114,7 @@ fn version_2_blobs_and_expiries_dump_like_kbxutil() {
         assert_eq!(stdout(&o).lines().count(), 1, "{pattern}");
     }
 }
+
+crate::tests![
+    version_2_blobs_and_expiries_dump_like_kbxutil needs ["kbxutil"],
+];

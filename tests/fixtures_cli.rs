@@ -9,7 +9,6 @@ fn read(name: &str) -> Vec<u8> {
     std::fs::read(fixture(name)).unwrap()
 }
 
-#[test]
 fn stats_is_byte_identical_to_recorded_kbxutil() {
     for kbx in KEYBOXES {
         let o = run(["stats", fixture(&format!("{kbx}.kbx")).to_str().unwrap()]);
@@ -18,7 +17,6 @@ fn stats_is_byte_identical_to_recorded_kbxutil() {
     }
 }
 
-#[test]
 fn stats_json_has_the_same_numbers() {
     let o = run(["stats", "--json", fixture("gnupg-deleted.kbx").to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -31,7 +29,6 @@ fn stats_json_has_the_same_numbers() {
     assert_eq!(v["non_flagged"], 45);
 }
 
-#[test]
 fn dump_is_byte_identical_to_recorded_kbxutil() {
     for kbx in KEYBOXES {
         let o = run(["dump", fixture(&format!("{kbx}.kbx")).to_str().unwrap()]);
@@ -60,7 +57,6 @@ fn listed_json(kbx: &str) -> Vec<serde_json::Value> {
     stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-#[test]
 fn list_has_every_fingerprint_and_user_id_gnupg_listed() {
     for kbx in KEYBOXES {
         let keys = listed_json(kbx);
@@ -93,7 +89,6 @@ fn list_has_every_fingerprint_and_user_id_gnupg_listed() {
     }
 }
 
-#[test]
 fn list_x509_fields_match_gpgsm() {
     let keys = listed_json("gnupg-mixed");
     let root = keys.iter().find(|k| k["fingerprint"] == "98BCD9D96AD206EB811A467D5A41F0854969C897").unwrap();
@@ -111,7 +106,6 @@ fn list_x509_fields_match_gpgsm() {
     assert_eq!(ed["subkeys"][0]["algorithm"], "cv25519");
 }
 
-#[test]
 fn list_type_filter() {
     let path = fixture("gnupg-mixed.kbx");
     let count = |t: &str| stdout(&run(["list", "--json", "--type", t, path.to_str().unwrap()])).lines().count();
@@ -129,7 +123,6 @@ fn find(args: &[&str]) -> (i32, Vec<serde_json::Value>, String) {
     (o.status.code().unwrap(), found, stderr(&o))
 }
 
-#[test]
 fn find_patterns() {
     let fpr_of = |args: &[&str]| {
         let (code, found, err) = find(args);
@@ -169,7 +162,6 @@ fn find_patterns() {
     }
 }
 
-#[test]
 fn find_without_match_fails_clearly() {
     let (code, found, err) = find(&["no such user"]);
     assert_eq!(code, 1);
@@ -180,7 +172,6 @@ fn find_without_match_fails_clearly() {
     assert!(err.contains("invalid pattern '<unterminated'"), "{err}");
 }
 
-#[test]
 fn find_stops_at_the_first_match() {
     let path = fixture("gnupg-mixed.kbx");
     let arg = |a: &'static str| a.to_string();
@@ -198,7 +189,6 @@ fn find_stops_at_the_first_match() {
     assert_eq!(all["events"]["read"], 45 * 2 + 1);
 }
 
-#[test]
 fn io_summary_counts_a_sequential_pass() {
     let path = fixture("gnupg-mixed.kbx");
     let size = std::fs::metadata(&path).unwrap().len();
@@ -222,7 +212,6 @@ fn io_summary_counts_a_sequential_pass() {
     }
 }
 
-#[test]
 fn text_listing_looks_like_gnupg() {
     let o = run(["list", fixture("gnupg-mixed.kbx").to_str().unwrap()]);
     let text = stdout(&o);
@@ -230,3 +219,38 @@ fn text_listing_looks_like_gnupg() {
     assert!(text.contains("           ID: 0x4969C897\n          S/N: 75566A8CA8F500DC7AF753816111B6F111BE34BE\n"));
     assert!(text.contains("  fingerprint: 98:BC:D9:D9:6A:D2:06:EB:81:1A:46:7D:5A:41:F0:85:49:69:C8:97\n"));
 }
+
+/// `--help` of every command: the command's own options first, the global
+/// ones under their own heading; each command described in plain words.
+fn help_puts_global_options_under_their_own_heading() {
+    use predicates::prelude::*;
+    for command in ["stats", "dump", "list", "find", "gen", "sweep"] {
+        let o = crate::common::cmd().args([command, "--help"]).assert().success().get_output().clone();
+        let text = stdout(&o);
+        let global = text.find("Global options:").unwrap_or_else(|| panic!("{command}: no global heading\n{text}"));
+        let buffer = text.find("      --kbx-buffer-size <SIZE>").unwrap();
+        assert!(buffer > global, "{command}: --kbx-buffer-size before the global heading\n{text}");
+        assert!(!text.contains("seed's table"), "{command}: jargon first\n{text}");
+    }
+    crate::common::cmd()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("system call made on the keybox"))
+        .stdout(predicate::str::contains("sweep"));
+}
+
+crate::tests![
+    help_puts_global_options_under_their_own_heading,
+    stats_is_byte_identical_to_recorded_kbxutil,
+    stats_json_has_the_same_numbers,
+    dump_is_byte_identical_to_recorded_kbxutil,
+    list_has_every_fingerprint_and_user_id_gnupg_listed,
+    list_x509_fields_match_gpgsm,
+    list_type_filter,
+    find_patterns,
+    find_without_match_fails_clearly,
+    find_stops_at_the_first_match,
+    io_summary_counts_a_sequential_pass,
+    text_listing_looks_like_gnupg,
+];

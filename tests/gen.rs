@@ -21,7 +21,6 @@ fn trustlist(kbx: &Path) -> PathBuf {
     PathBuf::from(format!("{}.trustlist.txt", kbx.display()))
 }
 
-#[test]
 fn same_options_same_bytes() {
     let (_a, a) = gen(&["--preset", "tiny"]);
     let (_b, b) = gen(&["--preset", "tiny", "--seed", "1"]);
@@ -31,7 +30,6 @@ fn same_options_same_bytes() {
     assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
 }
 
-#[test]
 fn explicit_counts_and_size() {
     let (_d, p) = gen(&["--openpgp", "7", "--x509", "5", "--size", "300k", "--seed", "3"]);
     let o = run(["stats", "--json", p.to_str().unwrap()]);
@@ -41,7 +39,6 @@ fn explicit_counts_and_size() {
     assert!((size - 300.0 * 1024.0).abs() / (300.0 * 1024.0) < 0.03, "size {size}");
 }
 
-#[test]
 fn refuses_to_overwrite_and_leaves_nothing_on_failure() {
     let (dir, p) = gen(&["--preset", "tiny"]);
     let before = std::fs::read(&p).unwrap();
@@ -93,7 +90,6 @@ fn temp_of(out: &Path) -> Option<std::path::PathBuf> {
 /// sleeps): at once, when the temporary file appears, when it has bytes.
 /// The output is always absent or complete, never partial, and some kills
 /// must have landed mid-write (the temporary file there, the output not).
-#[test]
 fn killed_gen_leaves_all_or_nothing() {
     let (_d, reference) = gen(&["--preset", "small"]);
     let whole = std::fs::read(&reference).unwrap();
@@ -104,7 +100,9 @@ fn killed_gen_leaves_all_or_nothing() {
         for trigger in [Trigger::AtOnce, Trigger::TempAppears, Trigger::TempHasBytes] {
             let out = dir.path().join(format!("k{round}-{trigger:?}.kbx"));
             let mut child =
-                crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "small"]).spawn().unwrap();
+                crate::common::quiet(crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "small"]))
+                    .spawn()
+                    .unwrap();
             // Watch the directory until the trigger fires or gen finishes.
             loop {
                 if child.try_wait().unwrap().is_some() {
@@ -146,7 +144,6 @@ fn killed_gen_leaves_all_or_nothing() {
     assert!(mid_write > 0, "no kill landed while the output was being written");
 }
 
-#[test]
 fn the_default_keybox_comes_from_the_cache() {
     let cache = tempfile::tempdir().unwrap();
     let name = kbxscope::gen::cache::default_keybox_name();
@@ -189,7 +186,6 @@ fn gpgsm_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
     crate::common::gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout))
 }
 
-#[test]
 fn gnupg_accepts_and_validates_what_gen_writes() {
     let (Some(gpgsm), Some(gpg), Some(kbxutil)) = (
         tool("gpgsm", "gnupg_accepts_and_validates_what_gen_writes"),
@@ -273,3 +269,12 @@ fn gnupg_accepts_and_validates_what_gen_writes() {
         let _ = Command::new("gpgconf").args(["--homedir", home.path().to_str().unwrap(), "--kill", "all"]).output();
     }
 }
+
+crate::tests![
+    same_options_same_bytes,
+    explicit_counts_and_size,
+    refuses_to_overwrite_and_leaves_nothing_on_failure,
+    the_default_keybox_comes_from_the_cache,
+    gnupg_accepts_and_validates_what_gen_writes needs ["gpgsm", "gpg", "kbxutil"],
+    killed_gen_leaves_all_or_nothing,
+];

@@ -26,7 +26,6 @@ fn same_as_kbxutil(bin: &Path, path: &str) {
     }
 }
 
-#[test]
 fn fixtures_match_live_kbxutil() {
     let Some(bin) = tool("kbxutil", "fixtures_match_live_kbxutil") else { return };
     for kbx in KEYBOXES {
@@ -34,7 +33,6 @@ fn fixtures_match_live_kbxutil() {
     }
 }
 
-#[test]
 fn edge_cases_match_live_kbxutil() {
     let Some(bin) = tool("kbxutil", "edge_cases_match_live_kbxutil") else { return };
     let blobs = split_blobs(&std::fs::read(fixture("gnupg-deleted.kbx")).unwrap());
@@ -68,3 +66,8 @@ fn edge_cases_match_live_kbxutil() {
         same_as_kbxutil(&bin, path.to_str().unwrap());
     }
 }
+
+crate::tests![
+    fixtures_match_live_kbxutil needs ["kbxutil"],
+    edge_cases_match_live_kbxutil needs ["kbxutil"],
+];

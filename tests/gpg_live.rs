@@ -131,14 +131,12 @@ fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
     Some((tool("gpg", test)?, tool("strace", test)?))
 }
 
-#[test]
 fn sigs_equal_gpg_on_the_fixtures() {
     let Some((gpg, strace)) = tools("sigs_equal_gpg_on_the_fixtures") else { return };
     compare(&gpg, &strace, &fixture("gnupg-mixed.kbx"), false);
     compare(&gpg, &strace, &fixture("gnupg-deleted.kbx"), true);
 }
 
-#[test]
 fn sigs_equal_gpg_on_generated_keyboxes() {
     let Some((gpg, strace)) = tools("sigs_equal_gpg_on_generated_keyboxes") else { return };
     let (_d, tiny) = gen_tiny();
@@ -183,7 +181,6 @@ fn strace_counts(strace: &Path, keybox: &Path, args: &[&str]) -> (serde_json::Va
     (io_summary(&o), n)
 }
 
-#[test]
 fn io_summary_equals_strace_for_the_sig_workloads() {
     let Some(strace) = tool("strace", "io_summary_equals_strace_for_the_sig_workloads") else { return };
     let (_d, tiny) = gen_tiny();
@@ -204,7 +201,6 @@ fn io_summary_equals_strace_for_the_sig_workloads() {
     }
 }
 
-#[test]
 fn index_reads_the_file_once() {
     let (_d, tiny) = gen_tiny();
     let size = std::fs::metadata(&tiny).unwrap().len();
@@ -249,7 +245,6 @@ fn certifications(blob: &[u8], packets: &[(u8, usize, usize)]) -> Vec<(usize, us
         .collect()
 }
 
-#[test]
 fn bad_input_gets_gpgs_status() {
     let Some((gpg, _)) = tools("bad_input_gets_gpgs_status") else { return };
     let blobs = split_blobs(&std::fs::read(fixture("gnupg-mixed.kbx")).unwrap());
@@ -304,7 +299,6 @@ fn bad_input_case(gpg: &Path, kbx: &Path, alone: bool) {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
-#[test]
 fn a_truncated_keyblock_is_a_one_line_error() {
     let bytes = std::fs::read(fixture("gnupg-mixed.kbx")).unwrap();
     let blobs = split_blobs(&bytes);
@@ -323,3 +317,12 @@ fn a_truncated_keyblock_is_a_one_line_error() {
         }
     }
 }
+
+crate::tests![
+    sigs_equal_gpg_on_the_fixtures needs ["gpg", "strace"],
+    sigs_equal_gpg_on_generated_keyboxes needs ["gpg", "strace"],
+    io_summary_equals_strace_for_the_sig_workloads needs ["strace"],
+    index_reads_the_file_once,
+    bad_input_gets_gpgs_status,
+    a_truncated_keyblock_is_a_one_line_error,
+];

@@ -33,7 +33,6 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     p.to_str().unwrap().to_string()
 }
 
-#[test]
 fn every_error_is_one_line_even_with_rust_backtrace() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -86,3 +85,5 @@ fn every_error_is_one_line_even_with_rust_backtrace() {
         assert_ne!(check(args, 1), Some(0), "{args:?}");
     }
 }
+
+crate::tests![every_error_is_one_line_even_with_rust_backtrace,];

@@ -76,7 +76,6 @@ fn our_keys(json: &str) -> Vec<(Row, Vec<String>, Vec<Row>)> {
     out
 }
 
-#[test]
 fn keys_gpg_makes_are_listed_as_gpg_lists_them() {
     let name = "keys_gpg_makes_are_listed_as_gpg_lists_them";
     let Some(gpg_bin) = tool("gpg", name) else { return };
@@ -124,3 +123,7 @@ fn keys_gpg_makes_are_listed_as_gpg_lists_them() {
         assert_eq!(&found[0].0, k1_row, "{pattern}");
     }
 }
+
+crate::tests![
+    keys_gpg_makes_are_listed_as_gpg_lists_them needs ["gpg"],
+];

@@ -10,7 +10,6 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-#[test]
 fn metrics_out_is_a_valid_exposition() {
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("kbx.prom");
@@ -68,7 +67,6 @@ fn metrics_out_is_a_valid_exposition() {
     }
 }
 
-#[test]
 fn a_port_in_use_fails_before_any_work() {
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap();
@@ -93,7 +91,6 @@ fn scrape(port: u16) -> Option<String> {
     Some(body)
 }
 
-#[test]
 fn metrics_listen_serves_the_final_values_while_lingering() {
     let port = free_port();
     let mut child = bin()
@@ -172,7 +169,6 @@ fn check_consistent(text: &str) -> u64 {
 /// pause while they run. Every scrape is consistent (`_count` equals the
 /// counter for every op and size), some scrapes land mid-run, and the last
 /// one equals the sweep's own rows exactly. Three sweeps, every time.
-#[test]
 fn no_sample_is_lost_under_concurrent_scrapes() {
     use std::io::BufRead;
     for round in 0..3 {
@@ -266,7 +262,6 @@ fn http_get(port: u16, path: &str) -> Option<String> {
 /// `prometheus-pushgateway`, started here on loopback): the pushed
 /// counters and the batch-job gauges are what the gateway then serves; a
 /// gateway that is not there is a one-line error and exit 1.
-#[test]
 fn metrics_push_reaches_a_real_pushgateway() {
     let Some(gateway) = tool("prometheus-pushgateway", "metrics_push_reaches_a_real_pushgateway") else { return };
     let port = free_port();
@@ -325,7 +320,6 @@ fn metrics_push_reaches_a_real_pushgateway() {
 
 /// `--metrics-out` for cron: the batch-job gauges say when and how the
 /// last run ended.
-#[test]
 fn metrics_out_has_the_batch_job_gauges() {
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("kbx.prom");
@@ -346,7 +340,6 @@ fn metrics_out_has_the_batch_job_gauges() {
 
 /// `/metrics` only, with the text format's content type; the real port of
 /// `:0` is printed.
-#[test]
 fn the_listener_answers_metrics_only_and_prints_its_port() {
     use std::io::BufRead;
     let mut child = bin()
@@ -385,3 +378,13 @@ fn the_listener_answers_metrics_only_and_prints_its_port() {
     assert!(body.starts_with("HTTP/1.1 405"), "{body}");
     let _ = child.0.kill();
 }
+
+crate::tests![
+    metrics_out_is_a_valid_exposition needs ["promtool"],
+    a_port_in_use_fails_before_any_work,
+    metrics_listen_serves_the_final_values_while_lingering,
+    no_sample_is_lost_under_concurrent_scrapes,
+    metrics_push_reaches_a_real_pushgateway needs ["prometheus-pushgateway"],
+    metrics_out_has_the_batch_job_gauges,
+    the_listener_answers_metrics_only_and_prints_its_port,
+];

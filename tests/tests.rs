@@ -1,7 +1,14 @@
 //! The integration tests: one binary (one link step), one module per concern.
+//!
+//! The harness is libtest-mimic's, so that a test whose external tool
+//! (gpgsm, strace, prometheus, …) is missing is reported as ignored with the
+//! tool's name instead of passing: each module lists its tests with
+//! [`tests!`], naming the tools they need. Under `CI=true` a missing tool
+//! fails the test.
+
+mod common;
 
 mod bad_input;
-mod common;
 mod corruption;
 mod dashboard;
 mod dump_v2;
@@ -18,3 +25,58 @@ mod trace;
 mod trustlist_forms;
 mod validation;
 mod x509_algorithms;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    let tests = [
+        bad_input::TESTS,
+        corruption::TESTS,
+        dashboard::TESTS,
+        dump_v2::TESTS,
+        fixtures_cli::TESTS,
+        gen::TESTS,
+        gnupg_live::TESTS,
+        gpg_live::TESTS,
+        one_line_errors::TESTS,
+        openpgp_wild::TESTS,
+        strace::TESTS,
+        sweep::TESTS,
+        telemetry::TESTS,
+        trace::TESTS,
+        trustlist_forms::TESTS,
+        validation::TESTS,
+        x509_algorithms::TESTS,
+        TESTS,
+    ];
+    let trials = tests.iter().flat_map(|t| t.iter()).map(common::Test::trial).collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    common::print_partly_skipped();
+    conclusion.exit_code()
+}
+
+/// Every test is registered: with this harness a `#[test]` attribute would
+/// make a test that never runs.
+fn no_test_attributes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let marker = concat!("#", "[test]");
+                assert!(
+                    !text.lines().any(|l| l.trim() == marker),
+                    "{}: a {marker} function never runs here; list it in the module's tests![…]",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+tests![no_test_attributes];

@@ -42,7 +42,6 @@ fn count(events: &[Value], phase: &str, cat: &str) -> usize {
     events.iter().filter(|e| e["ph"] == phase && e["cat"] == cat).count()
 }
 
-#[test]
 fn event_spans_equal_the_io_summary() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.json");
@@ -77,7 +76,6 @@ fn event_spans_equal_the_io_summary() {
     }
 }
 
-#[test]
 fn trace_levels_and_the_cap() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.json");
@@ -103,7 +101,6 @@ fn trace_levels_and_the_cap() {
     assert_eq!(note["args"]["spans_dropped"], "50");
 }
 
-#[test]
 fn a_failing_command_still_leaves_a_valid_trace() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(fixture("gnupg-mixed.kbx")).unwrap();
@@ -119,3 +116,5 @@ fn a_failing_command_still_leaves_a_valid_trace() {
     assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
+
+crate::tests![event_spans_equal_the_io_summary, trace_levels_and_the_cap, a_failing_command_still_leaves_a_valid_trace];

@@ -32,7 +32,6 @@ fn forms() -> Vec<(&'static str, String, bool)> {
     ]
 }
 
-#[test]
 fn trustlist_forms_match_live_gpgsm() {
     let name = "trustlist_forms_match_live_gpgsm";
     let Some(gpgsm) = tool("gpgsm", name) else { return };
@@ -63,3 +62,7 @@ fn trustlist_forms_match_live_gpgsm() {
         }
     }
 }
+
+crate::tests![
+    trustlist_forms_match_live_gpgsm needs ["gpgsm"],
+];

@@ -26,7 +26,6 @@ fn our_verdicts(kbx: &Path, trustlist: &Path, lookup: &str, extra: &[&str]) -> V
         .collect()
 }
 
-#[test]
 fn fixture_verdicts_equal_recorded_gpgsm() {
     for kbx in KEYBOXES {
         let recorded =
@@ -53,7 +52,6 @@ fn fixture_verdicts_equal_recorded_gpgsm() {
 /// gnupg` at 8 KiB, read(2) counts within 5% of gpgsm's. (gpgsm 2.2 also
 /// compresses a keybox whose last maintenance is over three hours old: one
 /// more pass, which kbxscope, reading only, does not make.)
-#[test]
 fn fixtures_match_live_gpgsm() {
     let name = "fixtures_match_live_gpgsm";
     let (Some(gpgsm), Some(strace)) = (tool("gpgsm", name), tool("strace", name)) else { return };
@@ -83,7 +81,6 @@ fn fixtures_match_live_gpgsm() {
     }
 }
 
-#[test]
 fn text_output_marks_certificates_like_gpgsm() {
     let o = run([
         "list",
@@ -100,7 +97,6 @@ fn text_output_marks_certificates_like_gpgsm() {
     assert!(!text.contains("pub   "), "only certificates are listed");
 }
 
-#[test]
 fn without_a_trustlist_nothing_is_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let kbx = dir.path().join("k.kbx");
@@ -123,7 +119,6 @@ fn without_a_trustlist_nothing_is_trusted() {
     assert_eq!(stdout(&o).matches("\"status\":\"good\"").count(), 24);
 }
 
-#[test]
 fn index_reads_the_file_once() {
     // 45 blobs, 20 of them OpenPGP keys that the index passes over.
     let kbx = fixture("gnupg-mixed.kbx");
@@ -213,7 +208,6 @@ fn gpgsm_reads(strace: &Path, gpgsm: &Path, home: &Path) -> u64 {
     text.lines().filter(|l| l.contains("/pubring.kbx>")).count() as u64
 }
 
-#[test]
 fn gnupg_lookup_matches_live_gpgsm() {
     let name = "gnupg_lookup_matches_live_gpgsm";
     let (Some(gpgsm), Some(strace)) = (tool("gpgsm", name), tool("strace", name)) else { return };
@@ -272,7 +266,6 @@ fn gnupg_lookup_matches_live_gpgsm() {
 /// signature its issuer's key does not verify, critical and plain
 /// certificate policies, and an unknown critical extension: every
 /// strategy's verdicts equal live gpgsm's, certificate by certificate.
-#[test]
 fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     use kbxscope::gen::x509::{issue, issue_with, AkiStyle, CertSpec, IssuedCert};
     use rand::SeedableRng;
@@ -380,3 +373,13 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), kbx.to_str().unwrap()]);
     assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing));
 }
+
+crate::tests![
+    fixture_verdicts_equal_recorded_gpgsm,
+    fixtures_match_live_gpgsm needs ["gpgsm", "strace"],
+    text_output_marks_certificates_like_gpgsm,
+    without_a_trustlist_nothing_is_trusted,
+    index_reads_the_file_once,
+    gnupg_lookup_matches_live_gpgsm needs ["gpgsm", "strace"],
+    odd_roots_and_bad_signatures_match_live_gpgsm needs ["gpgsm"],
+];

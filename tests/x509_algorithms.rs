@@ -305,7 +305,6 @@ fn import(gpgsm: &Path, home: &Path, ders: &[Vec<u8>]) {
     }
 }
 
-#[test]
 fn every_signature_algorithm_gets_gpgsms_verdict() {
     let name = "every_signature_algorithm_gets_gpgsms_verdict";
     let Some(gpgsm) = tool("gpgsm", name) else { return };
@@ -348,7 +347,6 @@ fn every_signature_algorithm_gets_gpgsms_verdict() {
     assert_eq!(gpgsm_text_notes(&stdout(&o)), theirs);
 }
 
-#[test]
 fn generated_signatures_verify_only_with_the_right_key_and_data() {
     use kbxscope::validate::sigverify::verify_der;
     for (case, key, how) in cases() {
@@ -359,3 +357,8 @@ fn generated_signatures_verify_only_with_the_right_key_and_data() {
         assert!(!verify_der(&key.spki(), &alg, &sig, b"other data"), "{case}");
     }
 }
+
+crate::tests![
+    every_signature_algorithm_gets_gpgsms_verdict needs ["gpgsm"],
+    generated_signatures_verify_only_with_the_right_key_and_data,
+];

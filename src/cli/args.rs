@@ -6,40 +6,41 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use kbxscope::io::BufferSize;
 
-/// Read GnuPG keybox files (pubring.kbx) through an instrumented buffered
-/// file layer and show what the I/O costs.
+/// Read GnuPG keybox files (pubring.kbx, where gpg and gpgsm keep public
+/// keys and certificates) and show what reading them costs: every system call
+/// made on the keybox (a "file event") is counted and timed.
 #[derive(Debug, Parser)]
-#[command(name = "kbxscope", version, about, max_term_width = 100)]
+#[command(name = "kbxscope", version, max_term_width = 100)]
 pub struct Cli {
     /// Read buffer for keybox files. A bare number is KiB as in GnuPG
     /// (0 = the 8 KiB stream default, others round up to a multiple of
     /// 8 KiB); with a unit it is exact (4096B, 12k, 12KiB, 1M, 1MiB);
     /// 'unbuffered' sends every read to the operating system. At most 1 GiB.
-    #[arg(long, global = true, value_name = "SIZE", default_value = "64")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "SIZE", default_value = "64")]
     pub kbx_buffer_size: BufferSize,
 
     /// After the command, print the file events per operation, bytes read,
     /// logical reads and time per operation to stderr.
-    #[arg(long, global = true, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FORMAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "text")]
     pub io_summary: Option<SummaryFormat>,
 
     /// Serve Prometheus metrics on /metrics while the command runs. Without
     /// ADDR: 127.0.0.1:9464 (loopback only; other interfaces need an explicit
     /// address).
-    #[arg(long, global = true, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+    #[arg(long, global = true, help_heading = "Global options", value_name = "ADDR", num_args = 0..=1, require_equals = true,
           default_missing_value = "127.0.0.1:9464", value_parser = super::telemetry::parse_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 
     /// With --metrics-listen: keep serving this long after the work (30s, 2m, …)
     /// so a scraper sees the final values.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = super::telemetry::parse_duration,
+    #[arg(long, global = true, help_heading = "Global options", value_name = "DURATION", value_parser = super::telemetry::parse_duration,
           requires = "metrics_listen")]
     pub linger: Option<std::time::Duration>,
 
     /// At exit, write the Prometheus text exposition to FILE (for
     /// node_exporter's textfile collector), through a temporary file.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
     pub metrics_out: Option<PathBuf>,
 
     /// At exit, push the metrics to a Prometheus Pushgateway at URL
@@ -48,17 +49,17 @@ pub struct Cli {
     pub metrics_push: Option<super::telemetry::PushUrl>,
 
     /// Write a Chrome trace (for Perfetto or chrome://tracing) of the command.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
     pub trace_out: Option<PathBuf>,
 
     /// How deep the trace goes: command, lookup (passes and issuer lookups),
     /// blob (each blob read), event (each system call).
-    #[arg(long, global = true, value_enum, default_value_t = super::trace::TraceLevel::Blob, requires = "trace_out")]
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = super::trace::TraceLevel::Blob, requires = "trace_out")]
     pub trace_level: super::trace::TraceLevel,
 
     /// At most this many blob and event spans in the trace; the trace notes
     /// where it was cut.
-    #[arg(long, global = true, value_name = "N", default_value_t = super::trace::DEFAULT_MAX_EVENTS, value_parser = count, requires = "trace_out")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "N", default_value_t = super::trace::DEFAULT_MAX_EVENTS, value_parser = count, requires = "trace_out")]
     pub trace_max_events: u64,
 
     /// What to do.
@@ -78,17 +79,24 @@ pub enum SummaryFormat {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Count blobs, exactly as `kbxutil --stats` prints them.
+    /// Count a keybox's records (blobs) by type, exactly as `kbxutil --stats` does.
     Stats(StatsArgs),
-    /// Print every blob's fields, as `kbxutil` dumps them.
+    /// Print every record's fields, as `kbxutil` dumps them.
     Dump(FileArg),
-    /// List keys and certificates, like `gpg -k` and `gpgsm -k`.
+    /// List the keys and certificates, like `gpg -k` and `gpgsm -k`; with
+    /// --with-validation, check each certificate's chain as gpgsm does.
     List(ListArgs),
-    /// Search like GnuPG: from the start, stopping at the first match.
+    /// Find keys by fingerprint, key id, mail address or name, searching the
+    /// way GnuPG does: from the start, stopping at the first match.
     Find(FindArgs),
-    /// Write a realistic keybox with real keys and certificates, and its trustlist.
+    /// Write a realistic test keybox (real keys and certificates) and its trustlist.
     Gen(GenArgs),
-    /// The seed's table: file events and time per buffer size.
+    /// Run one job at several read-buffer sizes and show, per size, how many
+    /// system calls it made on the keybox and how long it took.
+    ///
+    /// Without FILE it runs `list --with-validation` on the built-in keybox at
+    /// the sizes GnuPG's developers measured (the "seed": their procmon counts
+    /// when they tuned --kbx-buffer-size), and shows their numbers beside ours.
     Sweep(SweepArgs),
 }
 
@@ -98,7 +106,8 @@ pub struct SweepArgs {
     /// The keybox (default: the built-in one, with the seed's numbers beside ours).
     #[arg(value_name = "FILE", value_parser = keybox_path)]
     pub file: Option<PathBuf>,
-    /// Buffer sizes, comma-separated, as --kbx-buffer-size takes them.
+    /// Buffer sizes, comma-separated, as --kbx-buffer-size takes them (64 =
+    /// 64 KiB, 0 = GnuPG's 8 KiB default, 4096B, 12kb, 1MiB, unbuffered).
     /// Default: the seed's 0,16,32,64,128,256,512.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::sweep::parse_size)]
     pub sizes: Vec<kbxscope::sweep::SweepSize>,
@@ -133,6 +142,10 @@ pub struct SweepArgs {
     /// (- = stdout).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Show every column (reads, opens, seeks, min … max, read latency, the
+    /// seed's time), not only those that fit 80 columns.
+    #[arg(long)]
+    pub wide: bool,
     /// Also run `gpgsm -k --with-validation --disable-dirmngr` at each size
     /// (a copy of the keybox in a temporary GNUPGHOME), count its file events
     /// with strace and show them beside ours. PATH: the gpgsm to run.
@@ -245,7 +258,8 @@ pub struct FindArgs {
 
 impl Cli {
     /// Checks clap cannot express: `find`'s keybox and patterns (the first
-    /// of two or more arguments is the keybox). A bad one is a usage error,
+    /// of two or more arguments is the keybox); at most one of `sweep`'s
+    /// outputs on stdout. A bad one is a usage error,
     /// reported and exited on (code 2) like clap's own.
     pub fn check(&self) -> Result<(), clap::Error> {
         use clap::CommandFactory;
@@ -256,6 +270,18 @@ impl Cli {
                     clap::Error::raw(clap::error::ErrorKind::MissingRequiredArgument, msg).format(&mut Cli::command())
                 );
             }
+        }
+        if let Command::Sweep(a) = &self.command {
+            let to_stdout = [&a.export_json, &a.export_csv, &a.export_markdown, &a.plot]
+                .into_iter()
+                .filter(|p| p.as_deref().is_some_and(|p| p.as_os_str() == "-"))
+                .count();
+            if to_stdout > 1 {
+                let msg =
+                    "only one of --export-json, --export-csv, --export-markdown and --plot can write to stdout ('-')";
+                return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut Cli::command()));
+            }
+            return Ok(());
         }
         let Command::Find(a) = &self.command else { return Ok(()) };
         let invalid = |what: &str, value: &str, why: String| {
@@ -307,7 +333,7 @@ pub struct GenArgs {
     /// Number of X.509 certificates (overrides the preset).
     #[arg(long, value_name = "N", value_parser = count_usize)]
     pub x509: Option<usize>,
-    /// File size to aim at: bytes, or with a unit (k, M, G = 1024ⁿ; KiB, MiB, GiB).
+    /// File size to aim at: bytes, or with a unit (k, kb, KiB, M, MB, MiB, G: powers of 1024).
     #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
     pub size: Option<u64>,
     /// Seed of the random stream (same version + options + seed = same bytes).
@@ -329,19 +355,12 @@ pub enum PresetArg {
     Tiny,
 }
 
-/// A file size: bytes, or a number with k/M/G (KiB/MiB/GiB), at most 4 GiB.
+/// A file size: bytes, or a number with a unit (k, kb, KiB, M, …: powers of
+/// 1024), at most 4 GiB.
 fn parse_file_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("expected a size in bytes or with a unit (500000, 512k, 42M, 1G), at most 4 GiB; got '{s}'");
-    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let n: u64 = s[..end].parse().map_err(|_| bad())?;
-    let mult: u64 = match s[end..].to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(mult).filter(|v| *v <= 4 << 30).ok_or_else(bad)
+    kbxscope::units::size(s, 1).ok().filter(|v| *v <= 4 << 30).ok_or_else(|| {
+        format!("expected a size in bytes or with a unit (500000, 512k, 512KiB, 42M, 1G), at most 4 GiB; got '{s}'")
+    })
 }
 
 /// `--type` of `list`.
@@ -397,6 +416,7 @@ mod tests {
         assert_eq!(parse_file_size("1000"), Ok(1000));
         assert_eq!(parse_file_size("42M"), Ok(42 << 20));
         assert_eq!(parse_file_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_file_size("512kb"), Ok(512 << 10));
         assert!(parse_file_size("5G").is_err());
         assert!(parse_file_size("-1").is_err());
         assert!(parse_file_size("1.5M").is_err());

@@ -92,14 +92,42 @@ pub fn write_outputs(path: &Path, g: &Generated, overwrite: bool) -> Result<(), 
 /// gpg-agent's system trustlist (`include-default`), in GnuPG's sysconfdir.
 const SYSTEM_TRUSTLIST: &str = "/etc/gnupg/trustlist.txt";
 
-/// The trustlist for validating `keybox`: the one given, else
-/// `KEYBOX.trustlist.txt` (what `gen` writes next to a keybox), else
-/// `$GNUPGHOME/trustlist.txt`, else `~/.gnupg/trustlist.txt`. Without any,
-/// nothing is trusted (and a note says so).
-pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<TrustList> {
+/// The trustlist next to a keybox, if there is one: `KEYBOX.trustlist.txt`
+/// (what `gen` writes, `pubring.kbx.trustlist.txt`) or `STEM.trustlist.txt`
+/// (`gnupg-mixed.trustlist.txt` beside `gnupg-mixed.kbx`).
+pub fn trustlist_next_to(keybox: &Path) -> Option<PathBuf> {
+    let stem = keybox.extension().is_some().then(|| keybox.with_extension("trustlist.txt"));
+    [Some(trustlist_path(keybox)), stem].into_iter().flatten().find(|p| is_file(p))
+}
+
+/// Trusted roots for validating a keybox, and whether any trustlist was found.
+pub struct Trust {
+    /// The roots (none when no trustlist was found).
+    pub list: TrustList,
+    /// No trustlist was given or found: say so (after the keybox opened,
+    /// so that a missing keybox is reported first).
+    pub none_found: bool,
+}
+
+impl Trust {
+    /// The note for a validation without any trustlist, if that is the case.
+    pub fn warn_if_none(&self) {
+        if self.none_found {
+            eprintln!(
+                "kbxscope: no trustlist found (tried KEYBOX.trustlist.txt, STEM.trustlist.txt, $GNUPGHOME and \
+                 ~/.gnupg): no root is trusted"
+            );
+        }
+    }
+}
+
+/// The trustlist for validating `keybox`: the one given, else the one next
+/// to it ([`trustlist_next_to`]), else `$GNUPGHOME/trustlist.txt`, else
+/// `~/.gnupg/trustlist.txt`. Without any, nothing is trusted.
+pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<Trust> {
     let home = |v: &str| std::env::var_os(v).filter(|x| !x.is_empty()).map(PathBuf::from);
     let candidates = [
-        Some(trustlist_path(keybox)),
+        trustlist_next_to(keybox),
         home("GNUPGHOME").map(|h| h.join("trustlist.txt")),
         home("HOME").map(|h| h.join(".gnupg").join("trustlist.txt")),
     ];
@@ -108,10 +136,7 @@ pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<TrustList> {
         None => candidates.into_iter().flatten().find(|p| is_file(p)),
     };
     let Some(path) = path else {
-        eprintln!(
-            "kbxscope: no trustlist found (tried KEYBOX.trustlist.txt, $GNUPGHOME and ~/.gnupg): no root is trusted"
-        );
-        return Ok(TrustList::default());
+        return Ok(Trust { list: TrustList::default(), none_found: true });
     };
     let text = read_text(&path, 1 << 20)?;
     let mut list = TrustList::read(&text, None);
@@ -128,5 +153,5 @@ pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<TrustList> {
             e.line, e.reason, e.code
         );
     }
-    Ok(list)
+    Ok(Trust { list, none_found: false })
 }

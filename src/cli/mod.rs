@@ -255,8 +255,9 @@ fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     };
     let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
-    let outcome = workload::validate::run(&opener, lookup, &trust, at, |l| printer.print(&l))?;
+    let outcome = workload::validate::run(&opener, lookup, &trust.list, at, |l| printer.print(&l))?;
     printer.finish()?;
+    trust.warn_if_none();
     conclude(&path, &outcome)?;
     Ok(ExitCode::SUCCESS)
 }

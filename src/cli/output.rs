@@ -23,6 +23,7 @@ pub enum WriteError {
     #[error("'{}' exists; not replacing it (use --force to replace it)", .0.display())]
     Exists(PathBuf),
     /// The system refused.
+    // The reason comes after it, as the error's source (printed once).
     #[error("cannot write '{}'", path.display())]
     Io {
         /// The target.
@@ -43,7 +44,17 @@ fn temp_next_to(path: &Path) -> Result<NamedTempFile, WriteError> {
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|source| WriteError::Io { path: path.to_path_buf(), source })
+        .map_err(|e| WriteError::Io { path: path.to_path_buf(), source: without_temp_name(e) })
+}
+
+/// tempfile's errors name the temporary file (`… at path "/d/.x.svg.a1B2.tmp"`);
+/// the user named the target, so keep only the system's reason.
+fn without_temp_name(e: io::Error) -> io::Error {
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((reason, _)) => io::Error::new(e.kind(), reason.to_string()),
+        None => e,
+    }
 }
 
 /// Move a finished temporary file to `path`.

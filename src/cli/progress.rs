@@ -6,10 +6,20 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub struct Bar(ProgressBar);
 
 impl Bar {
-    /// A bar drawn on stderr (if it is a terminal).
+    /// A bar drawn on stderr (if it is a terminal): step, bar, done/total.
     pub fn new() -> Self {
+        Self::with_template("{msg:26} [{bar:40}] {pos}/{len} {elapsed}")
+    }
+
+    /// A bar for work whose steps take about equally long: the message
+    /// says where it is, the bar how far, and an estimate of the time left.
+    pub fn with_eta() -> Self {
+        Self::with_template("{msg:34} [{bar:24}] {elapsed} elapsed, about {eta} left")
+    }
+
+    fn with_template(template: &str) -> Self {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{msg:26} [{bar:40}] {pos}/{len} {elapsed}") {
+        if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
         Self(bar)

@@ -1,4 +1,5 @@
-//! `sweep`: the seed's table on any keybox.
+//! `sweep`: one job at several buffer sizes, on any keybox: the table (80
+//! columns, or `--wide`), the exports and the plot, each to its file or stdout.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -14,7 +15,7 @@ use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
 use kbxscope::io::IoTally;
-use kbxscope::sweep::{self, export, median, plot, GpgsmRow, SizeResult, SweepSize, Workload};
+use kbxscope::sweep::{self, export, plot, GpgsmRow, SizeResult, Sweep, SweepError, SweepSize, Workload};
 use kbxscope::validate::Lookup;
 
 /// An export destination, opened before the runs (a bad path fails fast).
@@ -80,10 +81,12 @@ pub fn parse_size(s: &str) -> Result<SweepSize, String> {
     s.parse().map(|size| SweepSize { label: s.to_string(), size }).map_err(|e| format!("{e}"))
 }
 
-/// Run the sweep and print the table.
+/// Run the sweep and print the table (on stderr when an export or the
+/// plot goes to stdout, so that stdout holds only that).
 pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let exports = (open_sink(&a.export_json)?, open_sink(&a.export_csv)?, open_sink(&a.export_markdown)?);
     let plot_sink = open_sink(&a.plot)?;
+    let stdout_taken = [&exports.0, &exports.1, &exports.2, &plot_sink].iter().any(|s| matches!(s, Some(Sink::Stdout)));
     let probe = IoTally::new(kbxscope::io::BufferSize::default());
     let path = keybox::resolve(a.file.as_deref(), &probe)?;
     let builtin = a.file.is_none();
@@ -103,7 +106,7 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let trust = if matches!(workload, Workload::Validate(_)) {
         keybox::trustlist_for(&path, a.trustlist.as_deref())?
     } else {
-        Default::default()
+        keybox::Trust { list: Default::default(), none_found: false }
     };
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
@@ -113,8 +116,7 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         None => None,
         Some(p) => {
             let given = (p.as_os_str() != "gpgsm").then_some(p.as_path());
-            let trust = keybox::trustlist_path(&path);
-            let trust = a.trustlist.clone().or_else(|| super::textfile::is_file(&trust).then_some(trust));
+            let trust = a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
             Some(GpgsmRunner::new(given, &path, trust.as_deref())?)
         }
     };
@@ -126,14 +128,19 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         }
         (Some(_), _) => anyhow::bail!("--with-gpg goes with --workload with-sigs or check-sigs"),
     };
-    let bar = Bar::new();
-    let results =
-        sweep::run(&path, &sizes, &workload, a.runs as usize, a.warmup as usize, &trust, at, &mut |i, k, n| {
-            bar.update(&format!("{} KiB: run {}/{}", sizes[i].label, k + 1, n), i, sizes.len())
-        })?;
+    let plan = sweep::Plan {
+        sizes: &sizes,
+        workload: &workload,
+        runs: a.runs as usize,
+        warmup: a.warmup as usize,
+        trust: &trust.list,
+        at,
+    };
+    let bar = Bar::with_eta();
+    let result = sweep::run(&path, &plan, &mut |step| bar.update(&step_text(&sizes, step), step.done, step.total));
     drop(bar);
-    let mut results = results;
-    for (r, s) in results.iter_mut().zip(&sizes) {
+    let mut result = result.map_err(|e| sweep_error(&path, e))?;
+    for (r, s) in result.results.iter_mut().zip(&sizes) {
         if builtin && !matches!(workload, Workload::Sigs(..)) {
             r.seed = sweep::seed_row(&r.label);
         }
@@ -145,15 +152,36 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
             r.gpgsm = runner.at(s)?;
         }
     }
-    print!("{}", table(&path, &workload, &results, gpgsm.is_some() || gpg.is_some()));
-    finish_sink(exports.0, export::json(&results))?;
-    finish_sink(exports.1, export::csv(&results))?;
-    finish_sink(exports.2, export::markdown(&results))?;
+    trust.warn_if_none();
+    let text = table(&result, a.wide);
+    if stdout_taken {
+        std::io::stderr().write_all(text.as_bytes())?;
+    } else {
+        std::io::stdout().write_all(text.as_bytes())?;
+    }
+    finish_sink(exports.0, export::json(&result))?;
+    finish_sink(exports.1, export::csv(&result.results))?;
+    finish_sink(exports.2, export::markdown(&result.results))?;
     if let Some(sink) = plot_sink {
-        let title = format!("{} — {}", file_name(&path), workload.name());
-        finish_sink(Some(sink), plot::svg(&results, &title).map_err(|e| anyhow::anyhow!("--plot: {e}"))?)?;
+        finish_sink(Some(sink), plot::svg(&result).map_err(|e| anyhow::anyhow!("--plot: {e}"))?)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress bar's message: the size, and which run of how many.
+fn step_text(sizes: &[SweepSize], step: sweep::Step) -> String {
+    let size = sizes[step.size].size;
+    let what = if step.warmup { "warm-up" } else { "timed run" };
+    format!("{size} ({}/{}): {what} {}/{}", step.size + 1, sizes.len(), step.run, step.of)
+}
+
+/// A failed sweep in words: the keybox, the buffer size and what went wrong.
+fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
+    match e {
+        SweepError::Open(e) => e.into(),
+        SweepError::Scan { size, error } => anyhow::anyhow!("{}: at buffer size {size}: {error}", path.display()),
+        SweepError::Pattern(e) => anyhow::anyhow!("--workload find: {e}"),
+    }
 }
 
 /// gpgsm's row for a size, if this gpgsm can run at it: sizes GnuPG can
@@ -171,86 +199,197 @@ fn gpgsm_at(runner: &mut GpgsmRunner, s: &SweepSize) -> Result<Option<GpgsmRow>>
     }
 }
 
-/// The file name of a path, for titles.
-fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+/// `4834239` → `4,834,239`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
-/// The terminal table: the seed's columns first; with the built-in keybox,
-/// the seed's own numbers and the ratio beside ours; with `--with-gpgsm`,
-/// gpgsm's events and time.
-fn table(path: &Path, workload: &Workload, results: &[SizeResult], with_gpgsm: bool) -> String {
-    let ms = results.iter().all(|r| r.wall_median() < 1.0);
-    let (unit, scale) = if ms { ("ms", 1000.0) } else { ("s", 1.0) };
+/// One column of the table: a two-line heading and a cell per size.
+struct Column {
+    head: [String; 2],
+    cells: Vec<String>,
+}
+
+impl Column {
+    fn new(head: [&str; 2], results: &[SizeResult], cell: impl Fn(&SizeResult) -> String) -> Self {
+        Self { head: head.map(str::to_string), cells: results.iter().map(cell).collect() }
+    }
+
+    fn width(&self) -> usize {
+        self.cells
+            .iter()
+            .map(|c| c.chars().count())
+            .chain(self.head.iter().map(|h| h.chars().count()))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The terminal table. By default it fits 80 columns: buffer, file events,
+/// mean time ± σ, user and system CPU time; with the built-in keybox the
+/// seed's events and the ratio; with `--with-gpgsm` gpgsm's events and time
+/// (then without user, system and ratio). `wide` shows every column. One
+/// unit of time for the whole table, said in the time column's heading; a
+/// legend says what the seed is.
+fn table(sweep: &Sweep, wide: bool) -> String {
+    let results = &sweep.results;
     let seed = results.iter().any(|r| r.seed.is_some());
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{} — {} ({} runs per size)",
-        path.display(),
-        workload.name(),
-        results.first().map_or(0, |r| r.wall_s.len())
-    );
-    let mut header = format!(
-        "{:>7} {:>12} {:>9} {:>12} {:>6} {:>6} {:>8} {:>8} {:>10}",
-        "N(k)",
-        "file events",
-        format!("time({unit})"),
-        "reads",
-        "opens",
-        "seeks",
-        "user(s)",
-        "sys(s)",
-        "read(µs)"
-    );
+    let gpgsm = results.iter().any(|r| r.gpgsm.is_some());
+    let ms = results.iter().all(|r| r.wall_s.max < 1.0);
+    let (unit, scale, digits) = if ms { ("ms", 1000.0, 2) } else { ("s", 1.0, 3) };
+    let t = move |v: f64| format!("{:.digits$}", v * scale);
+    let dash = || "-".to_string();
+    let mut cols = vec![
+        Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
+        Column::new(["file", "events"], results, |r| thousands(r.events.total())),
+    ];
+    if wide {
+        cols.push(Column::new(["", "reads"], results, |r| thousands(r.events.read)));
+        cols.push(Column::new(["", "opens"], results, |r| thousands(r.events.open)));
+        cols.push(Column::new(["", "seeks"], results, |r| thousands(r.events.seek)));
+    }
+    let time_head = format!("time ({unit})");
+    cols.push(Column::new([&time_head, "mean"], results, |r| t(r.wall_s.mean)));
+    cols.push(Column::new(["", "± σ"], results, |r| format!("± {}", t(r.wall_s.stddev))));
+    if wide {
+        cols.push(Column::new(["", "min … max"], results, |r| format!("{} … {}", t(r.wall_s.min), t(r.wall_s.max))));
+    }
+    if wide || !gpgsm {
+        cols.push(Column::new(["", "user"], results, |r| t(r.user_s.median)));
+        cols.push(Column::new(["", "sys"], results, |r| t(r.sys_s.median)));
+    }
+    if wide {
+        cols.push(Column::new(["µs per", "read"], results, |r| format!("{:.2}", r.mean_read_ns / 1000.0)));
+    }
     if seed {
-        header += &format!(" {:>12} {:>7} {:>12}", "seed events", "ratio", "seed time(s)");
-    }
-    if with_gpgsm {
-        let tool = if matches!(workload, Workload::Sigs(..)) { "gpg" } else { "gpgsm" };
-        header += &format!(" {:>13} {:>14}", format!("{tool} events"), format!("{tool} time(s)"));
-    }
-    let _ = writeln!(s, "{header}");
-    for r in results {
-        let _ = write!(
-            s,
-            "{:>7} {:>12} {:>9.3} {:>12} {:>6} {:>6} {:>8.2} {:>8.2} {:>10.2}",
-            r.label,
-            r.events.total(),
-            r.wall_median() * scale,
-            r.events.read,
-            r.events.open,
-            r.events.seek,
-            median(&r.user_s),
-            median(&r.sys_s),
-            r.mean_read_ns / 1000.0
-        );
-        match r.seed {
-            Some(row) => {
-                let ratio = r.events.total() as f64 / row.events as f64;
-                let _ = write!(s, " {:>12} {:>7.3} {:>12.0}", row.events, ratio, row.time_s);
-            }
-            None if seed => {
-                let _ = write!(s, " {:>12} {:>7} {:>12}", "-", "-", "-");
-            }
-            None => {}
+        cols.push(Column::new(["seed", "events"], results, |r| r.seed.map_or_else(dash, |x| thousands(x.events))));
+        if wide || !gpgsm {
+            cols.push(Column::new(["", "ratio"], results, |r| {
+                r.seed.map_or_else(dash, |x| format!("{:.3}", r.events.total() as f64 / x.events as f64))
+            }));
         }
-        match (with_gpgsm, r.gpgsm) {
-            (true, Some(GpgsmRow { events, time_s })) => {
-                let _ = write!(s, " {:>13} {:>14.3}", events, time_s);
-            }
-            (true, None) => {
-                let _ = write!(s, " {:>13} {:>14}", "-", "-");
-            }
-            (false, _) => {}
+        if wide {
+            cols.push(Column::new(["seed", "time"], results, |r| r.seed.map_or_else(dash, |x| t(x.time_s))));
         }
-        s.push('\n');
+    }
+    if gpgsm {
+        // gpg's numbers for the signature workloads share gpgsm's column.
+        let tool = if matches!(sweep.workload, Workload::Sigs(..)) { "gpg" } else { "gpgsm" };
+        cols.push(Column::new([tool, "events"], results, |r| r.gpgsm.map_or_else(dash, |x| thousands(x.events))));
+        cols.push(Column::new([tool, "time"], results, |r| r.gpgsm.map_or_else(dash, |x| t(x.time_s))));
+    }
+    let widths: Vec<usize> = cols.iter().map(Column::width).collect();
+    let line = |cell: &dyn Fn(&Column) -> String| {
+        let mut l = String::new();
+        for (c, w) in cols.iter().zip(&widths) {
+            let text = cell(c);
+            let pad = w.saturating_sub(text.chars().count());
+            let _ = write!(l, "{}{}{text}", if l.is_empty() { "" } else { "  " }, " ".repeat(pad));
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let runs = match sweep.runs {
+        1 => "1 timed run".to_string(),
+        n => format!("{n} timed runs"),
+    };
+    let warm = match sweep.warmup {
+        0 => String::new(),
+        1 => " after 1 warm-up".to_string(),
+        n => format!(" after {n} warm-ups"),
+    };
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", sweep.keybox);
+    let _ = writeln!(s, "{}, {runs} per size{warm}", sweep.workload.command());
+    s += &line(&|c| c.head[0].clone());
+    s += &line(&|c| c.head[1].clone());
+    for i in 0..results.len() {
+        s += &line(&|c| c.cells[i].clone());
+    }
+    if seed {
+        s += "seed: what procmon counted for gpgsm -k --with-validation on GnuPG's 42 MiB\n";
+        s += "keybox (Windows), which the built-in keybox imitates; ratio: ours / the seed's.\n";
+    }
+    if gpgsm {
+        s += "gpgsm: this gpgsm on this keybox, its file events counted by strace.\n";
     }
     for r in results {
         for change in &r.keybox_changed {
             let change = super::render::keybox_change(change);
-            let _ = writeln!(s, "note: at size {}, the keybox {change}; this row measured a changed file", r.label);
+            let _ = writeln!(s, "note: at size {}, the keybox {change}; this row measured a changed file", r.buffer());
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kbxscope::io::PerOp;
+    use kbxscope::sweep::{SeedRow, Times};
+    use kbxscope::validate::Lookup;
+
+    fn sweep(seed: bool, gpgsm: bool, slow: bool) -> Sweep {
+        let k = if slow { 1.0 } else { 0.001 };
+        let row = |label: &str, bytes: u64, reads: u64, time: f64| SizeResult {
+            label: label.into(),
+            buffer_size: bytes,
+            events: PerOp { open: 3074, read: reads, seek: 575, close: 3074, stat: 3074 },
+            bytes_read: 0,
+            logical_reads: 0,
+            wall_s: Times::new(vec![time * k, time * k * 1.01, time * k * 0.98]),
+            user_s: Times::new(vec![0.5 * k; 3]),
+            sys_s: Times::new(vec![2.0 * k; 3]),
+            mean_read_ns: 570.0,
+            seed: seed.then_some(SeedRow { events: 4_900_000, time_s: 86.0 }),
+            gpgsm: gpgsm.then_some(GpgsmRow { events: 4_838_252, time_s: 5.674 }),
+            keybox_changed: Vec::new(),
+        };
+        Sweep {
+            keybox: "/root/.cache/kbxscope/seed-v1-seed1.kbx".into(),
+            workload: Workload::Validate(Lookup::Gnupg),
+            lookup: Some("gnupg"),
+            warmup: 1,
+            runs: 3,
+            results: vec![
+                row("0", 8192, 4_824_396, 3.297),
+                row("512", 512 << 10, 77_566, 2.502),
+                row("unbuffered", 0, 48_243_960, 13.1),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_table_fits_80_columns() {
+        for (seed, gpgsm, slow) in [(true, false, true), (true, true, true), (false, false, false), (false, true, true)]
+        {
+            let text = table(&sweep(seed, gpgsm, slow), false);
+            for l in text.lines().skip(1) {
+                assert!(l.chars().count() <= 80, "{} columns: {l}\n{text}", l.chars().count());
+            }
+        }
+    }
+
+    #[test]
+    fn table_snapshots() {
+        insta::assert_snapshot!("seed", table(&sweep(true, false, true), false));
+        insta::assert_snapshot!("seed_gpgsm", table(&sweep(true, true, true), false));
+        insta::assert_snapshot!("plain_ms", table(&sweep(false, false, false), false));
+        insta::assert_snapshot!("wide", table(&sweep(true, true, true), true));
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(4_834_239), "4,834,239");
+    }
 }

@@ -229,20 +229,10 @@ impl Telemetry {
 
 /// `--linger`: `30s`, `500ms`, `2m`, or a number of seconds; at most a day.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("expected a duration such as 30s, 500ms, 2m or 1h (at most 24h); got '{s}'");
-    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let n: u64 = s[..end].parse().map_err(|_| bad())?;
-    let d = match &s[end..] {
-        "" | "s" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
-        "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
-        _ => return Err(bad()),
-    };
-    if d > Duration::from_secs(86_400) {
-        return Err(bad());
-    }
-    Ok(d)
+    kbxscope::units::duration(s)
+        .ok()
+        .filter(|d| *d <= Duration::from_secs(86_400))
+        .ok_or_else(|| format!("expected a duration such as 30s, 500ms, 2m or 1h (at most 24h); got '{s}'"))
 }
 
 /// `--metrics-listen`: an address with a port; the default is loopback.

@@ -2,8 +2,9 @@
 //!
 //! A bare number is KiB with GnuPG's meaning (`keybox_set_buffersize`): 0
 //! keeps the stream default of 8 KiB, other values round *up* to a
-//! multiple of 8 KiB. A number with a unit is exact: `4096B`, `12k` or
-//! `12KiB` (12288 bytes), `1M` or `1MiB`, `1G` or `1GiB`. `unbuffered`
+//! multiple of 8 KiB. A number with a unit is exact: `4096B`, `12k`,
+//! `12kb` or `12KiB` (12288 bytes), `1M` or `1MiB`, `1G` or `1GiB`
+//! ([`crate::units`]). `unbuffered`
 //! sends every logical read to the operating system. The largest size is
 //! 1 GiB.
 
@@ -69,7 +70,7 @@ impl fmt::Display for BufferSize {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BufferSizeError {
     /// Not a number, a unit or `unbuffered`.
-    #[error("expected a number of KiB (0 = the 8 KiB stream default; rounded up to a multiple of 8 KiB), a size with a unit (4096B, 12k, 12KiB, 1M, 1MiB, 1G) or 'unbuffered'")]
+    #[error("expected a number of KiB (0 = the 8 KiB stream default; rounded up to a multiple of 8 KiB), a size with a unit (4096B, 12k, 12kb, 12KiB, 1M, 1MiB, 1G) or 'unbuffered'")]
     Syntax,
     /// Zero with a unit.
     #[error(
@@ -88,21 +89,14 @@ impl FromStr for BufferSize {
         if s.eq_ignore_ascii_case("unbuffered") {
             return Ok(Self::Unbuffered);
         }
-        let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        let (num, unit) = s.split_at(digits_end);
-        if num.is_empty() {
-            return Err(BufferSizeError::Syntax);
+        let (n, unit) = crate::units::split(s).map_err(|e| match e {
+            crate::units::UnitError::Syntax => BufferSizeError::Syntax,
+            crate::units::UnitError::TooLarge => BufferSizeError::TooLarge,
+        })?;
+        if unit.is_empty() {
+            return Self::from_gnupg_kib(n);
         }
-        // Digits only: anything that does not fit in u64 is surely too large.
-        let n: u64 = num.parse().map_err(|_| BufferSizeError::TooLarge)?;
-        let multiplier = match unit.to_ascii_lowercase().as_str() {
-            "" => return Self::from_gnupg_kib(n),
-            "b" => 1,
-            "k" | "kib" => KIB,
-            "m" | "mib" => KIB * KIB,
-            "g" | "gib" => KIB * KIB * KIB,
-            _ => return Err(BufferSizeError::Syntax),
-        };
+        let multiplier = crate::units::size_unit(unit).ok_or(BufferSizeError::Syntax)?;
         if n == 0 {
             return Err(BufferSizeError::Zero);
         }
@@ -147,9 +141,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_values() {
-        for bad in ["", "-1", "-8", "abc", "12kb", "1.5M", " 8", "8 ", "k", "0x10"] {
+        for bad in ["", "-1", "-8", "abc", "12kx", "1.5M", " 8", "8 ", "k", "0x10"] {
             assert_eq!(p(bad), Err(BufferSizeError::Syntax), "{bad:?}");
         }
+        // kb, KB and KiB alike (issue #16).
+        assert_eq!(p("12kb"), Ok(12288));
+        assert_eq!(p("12KB"), Ok(12288));
         assert_eq!(p("0B"), Err(BufferSizeError::Zero));
         assert_eq!(p("0k"), Err(BufferSizeError::Zero));
         assert_eq!(p("2G"), Err(BufferSizeError::TooLarge));

@@ -3,7 +3,9 @@
 //!
 //! For each buffer size: a fresh tally, `warmup` untimed runs, then `runs`
 //! timed runs of the workload; the file events are those of one run (every
-//! run issues the same calls), times are kept per run.
+//! run issues the same calls), times are kept per run with their summary
+//! ([`Times`]). [`Sweep`] is the whole result: what the table shows and,
+//! serialised as it is, the JSON export.
 
 pub mod cpu;
 pub mod export;
@@ -12,12 +14,12 @@ pub mod plot;
 use std::path::Path;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::io::{BufferSize, IoStats, IoTally, KeyboxFile, OpenError, PathOpener};
-use crate::kbx::search::Pattern;
+use crate::kbx::search::{Pattern, PatternError};
 use crate::validate::{Lookup, TrustList};
-use crate::workload;
+use crate::workload::{self, ScanError};
 
 /// What each run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,12 +48,99 @@ impl Workload {
             Self::Find(p) => format!("find:{p}"),
         }
     }
+
+    /// The command a run amounts to: `list --with-validation --lookup
+    /// gnupg`, `list`, `stats`, `find 'PATTERN'`.
+    pub fn command(&self) -> String {
+        match self {
+            Self::Validate(l) => format!("list --with-validation --lookup {}", l.name()),
+            Self::List => "list".into(),
+            Self::Stats => "stats".into(),
+            Self::Find(p) => format!("find '{p}'"),
+            Self::Sigs(crate::sigs::Mode::WithSigs, l) => format!("list --with-sigs --lookup {}", l.name()),
+            Self::Sigs(crate::sigs::Mode::CheckSigs, l) => format!("list --check-sigs --lookup {}", l.name()),
+        }
+    }
+
+    /// The lookup strategy of the validate and signature workloads.
+    pub fn lookup(&self) -> Option<Lookup> {
+        match self {
+            Self::Validate(l) | Self::Sigs(_, l) => Some(*l),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Workload {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+/// A whole sweep: what ran, on which keybox, and the results per size.
+/// Serialised as it is, it is the JSON export.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sweep {
+    /// The keybox's path.
+    pub keybox: String,
+    /// What each run did (`validate`, `list`, `stats`, `find:PATTERN`).
+    pub workload: Workload,
+    /// The validate workload's lookup strategy (`gnupg`, `scan`, `index`).
+    pub lookup: Option<&'static str>,
+    /// Untimed runs per size.
+    pub warmup: usize,
+    /// Timed runs per size.
+    pub runs: usize,
+    /// One entry per buffer size, in the order given.
+    pub results: Vec<SizeResult>,
+}
+
+/// Times of the timed runs (seconds), with their summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Times {
+    /// Each run, in order.
+    pub runs: Vec<f64>,
+    /// Their median (mean of the middle two for an even count).
+    pub median: f64,
+    /// Their mean.
+    pub mean: f64,
+    /// Their sample standard deviation (0 for a single run).
+    pub stddev: f64,
+    /// The fastest run.
+    pub min: f64,
+    /// The slowest run.
+    pub max: f64,
+}
+
+impl Times {
+    /// The summary of `runs` (all zero when empty).
+    pub fn new(runs: Vec<f64>) -> Self {
+        let n = runs.len() as f64;
+        if runs.is_empty() {
+            return Self { runs, median: 0.0, mean: 0.0, stddev: 0.0, min: 0.0, max: 0.0 };
+        }
+        let mean = runs.iter().sum::<f64>() / n;
+        let stddev = if runs.len() > 1 {
+            (runs.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        Self {
+            median: median(&runs),
+            mean,
+            stddev,
+            min: runs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: runs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            runs,
+        }
+    }
 }
 
 /// One buffer size of a sweep, as the user wrote it and as bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepSize {
-    /// As given (`0`, `16`, `4096B`, …): the table's `N(k)` column.
+    /// As given (`0`, `16`, `4096B`, …): GnuPG's `--kbx-buffer-size`
+    /// value for the seed's sizes.
     pub label: String,
     /// The buffer.
     pub size: BufferSize,
@@ -70,12 +159,12 @@ pub struct SizeResult {
     pub bytes_read: u64,
     /// Logical reads of one run.
     pub logical_reads: u64,
-    /// Wall time of each timed run, seconds.
-    pub wall_s: Vec<f64>,
-    /// User CPU time of each timed run, seconds.
-    pub user_s: Vec<f64>,
-    /// System CPU time of each timed run, seconds.
-    pub sys_s: Vec<f64>,
+    /// Wall time of the timed runs, seconds.
+    pub wall_s: Times,
+    /// User CPU time of the timed runs, seconds.
+    pub user_s: Times,
+    /// System CPU time of the timed runs, seconds.
+    pub sys_s: Times,
     /// Mean time per `read(2)`, nanoseconds (over the timed runs).
     pub mean_read_ns: f64,
     /// The seed's own row, when the sweep ran on the built-in keybox at one
@@ -87,6 +176,16 @@ pub struct SizeResult {
     /// into place, appended to, …); empty when it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub keybox_changed: Vec<crate::io::KeyboxChange>,
+}
+
+impl SizeResult {
+    /// The buffer (0 bytes = unbuffered), for display: `8 KiB`, `unbuffered`.
+    pub fn buffer(&self) -> BufferSize {
+        match usize::try_from(self.buffer_size) {
+            Ok(0) | Err(_) => BufferSize::Unbuffered,
+            Ok(n) => BufferSize::Bytes(n),
+        }
+    }
 }
 
 /// One row of the seed's procmon table.
@@ -118,59 +217,60 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-impl SizeResult {
-    /// Median wall time.
-    pub fn wall_median(&self) -> f64 {
-        median(&self.wall_s)
-    }
-}
-
-/// Errors of a sweep.
+/// Why a sweep stopped. The CLI words it; the variants say what and where.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
     /// The keybox cannot be opened.
     #[error(transparent)]
     Open(#[from] OpenError),
-    /// A run failed.
-    #[error("{0}")]
-    Run(String),
+    /// A run met an error in the keybox (it names the blob and offset).
+    #[error("{error}")]
+    Scan {
+        /// The buffer size of the run.
+        size: BufferSize,
+        /// What the workload reported.
+        error: ScanError,
+    },
+    /// The find workload's pattern is not a valid search pattern.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
 }
 
 /// Run the workload once on `path` with `tally`.
 fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally: &IoTally) -> Result<(), SweepError> {
-    let fail = |e: &dyn std::fmt::Display| SweepError::Run(e.to_string());
+    let fail = |error: ScanError| SweepError::Scan { size: tally.buffer_size(), error };
     match workload {
         Workload::Validate(lookup) => {
             let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
             let out = workload::validate::run(&opener, *lookup, trust, at, |_| {})?;
             if let Some(e) = out.fatal {
-                return Err(fail(&e));
+                return Err(fail(e));
             }
         }
         Workload::Sigs(mode, lookup) => {
             let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
             let startup = workload::sigs::Startup { now: at };
             if let Some(e) = workload::sigs::run(&opener, *mode, *lookup, startup, |_| {})?.fatal {
-                return Err(fail(&e));
+                return Err(fail(e));
             }
         }
         Workload::List => {
             let mut f = KeyboxFile::open(path, tally)?;
             if let Some(e) = workload::list::run(&mut f, workload::TypeFilter::All, |_| {}).fatal {
-                return Err(fail(&e));
+                return Err(fail(e));
             }
         }
         Workload::Stats => {
             let mut f = KeyboxFile::open(path, tally)?;
             if let Some(e) = workload::stats::run(&mut f).error {
-                return Err(fail(&e));
+                return Err(fail(e));
             }
         }
         Workload::Find(p) => {
-            let pattern = Pattern::parse(p).map_err(|e| fail(&e))?;
+            let pattern = Pattern::parse(p)?;
             let mut f = KeyboxFile::open(path, tally)?;
             if let Some(e) = workload::find::run(&mut f, &[pattern], false, |_| {}).fatal {
-                return Err(fail(&e));
+                return Err(fail(e));
             }
         }
     }
@@ -189,71 +289,104 @@ fn delta(after: &IoStats, before: &IoStats) -> IoStats {
     d
 }
 
-/// Sweep `sizes` on `path`; `progress(size index, run, runs)` before each run.
+/// Where a sweep is, for a progress display: before each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Index of the size in the list.
+    pub size: usize,
+    /// Whether this run is a warm-up (untimed).
+    pub warmup: bool,
+    /// 1-based number of this run among the warm-ups, or among the timed runs.
+    pub run: usize,
+    /// How many warm-ups, or timed runs, this size has.
+    pub of: usize,
+    /// Runs of the whole sweep (warm-ups included) finished before this one.
+    pub done: usize,
+    /// Runs of the whole sweep, warm-ups included.
+    pub total: usize,
+}
+
+/// What to sweep: sizes, workload, runs.
+#[derive(Clone)]
+pub struct Plan<'a> {
+    /// The buffer sizes, in order.
+    pub sizes: &'a [SweepSize],
+    /// What each run does.
+    pub workload: &'a Workload,
+    /// Timed runs per size (at least 1 is made).
+    pub runs: usize,
+    /// Untimed runs per size before the timed ones.
+    pub warmup: usize,
+    /// Trusted roots for the validate workload.
+    pub trust: &'a TrustList,
+    /// Validity time for the validate workload (Unix seconds).
+    pub at: i64,
+}
+
+/// Sweep `plan.sizes` on `path`; `progress` is told before each run.
 ///
 /// # Errors
 /// The first failed run.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    path: &Path,
-    sizes: &[SweepSize],
-    workload: &Workload,
-    runs: usize,
-    warmup: usize,
-    trust: &TrustList,
-    at: i64,
-    progress: &mut dyn FnMut(usize, usize, usize),
-) -> Result<Vec<SizeResult>, SweepError> {
-    let mut out = Vec::with_capacity(sizes.len());
+pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Result<Sweep, SweepError> {
+    let (runs, warmup) = (plan.runs.max(1), plan.warmup);
+    let mut out = Vec::with_capacity(plan.sizes.len());
+    let total = plan.sizes.len() * (warmup + runs);
+    let mut done = 0;
     // Every size's handles compare the file they open with the first one.
-    let first = IoTally::new(sizes.first().map_or_else(BufferSize::default, |s| s.size));
-    for (i, s) in sizes.iter().enumerate() {
+    let first = IoTally::new(plan.sizes.first().map_or_else(BufferSize::default, |s| s.size));
+    for (i, s) in plan.sizes.iter().enumerate() {
         let tally = first.sibling(s.size);
         // `first` reads nothing: its changes are only the ones every size
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();
+        let once = |tally: &IoTally| run_once(path, plan.workload, plan.trust, plan.at, tally);
         for w in 0..warmup {
-            progress(i, w, warmup + runs);
-            run_once(path, workload, trust, at, &tally)?;
+            progress(Step { size: i, warmup: true, run: w + 1, of: warmup, done, total });
+            once(&tally)?;
+            done += 1;
         }
-        let mut r = SizeResult {
-            label: s.label.clone(),
-            buffer_size: s.size.bytes() as u64,
-            events: Default::default(),
-            bytes_read: 0,
-            logical_reads: 0,
-            wall_s: Vec::new(),
-            user_s: Vec::new(),
-            sys_s: Vec::new(),
-            mean_read_ns: 0.0,
-            seed: None,
-            gpgsm: None,
-            keybox_changed: Vec::new(),
-        };
+        let (mut wall, mut user, mut sys) = (Vec::new(), Vec::new(), Vec::new());
+        let mut one = IoStats::new(s.size.bytes() as u64);
         let (mut read_ns, mut reads) = (0u64, 0u64);
-        for k in 0..runs.max(1) {
-            progress(i, warmup + k, warmup + runs);
+        for k in 0..runs {
+            progress(Step { size: i, warmup: false, run: k + 1, of: runs, done, total });
             let before = tally.snapshot();
             let (u0, s0) = cpu::cpu_times();
             let start = Instant::now();
-            run_once(path, workload, trust, at, &tally)?;
-            let wall = start.elapsed();
+            once(&tally)?;
+            let elapsed = start.elapsed();
             let (u1, s1) = cpu::cpu_times();
-            let d = delta(&tally.snapshot(), &before);
-            r.events = d.events;
-            r.bytes_read = d.bytes_read;
-            r.logical_reads = d.logical_reads;
-            read_ns += d.time_ns.read;
-            reads += d.events.read;
-            r.wall_s.push(wall.as_secs_f64());
-            r.user_s.push(u1.saturating_sub(u0).as_secs_f64());
-            r.sys_s.push(s1.saturating_sub(s0).as_secs_f64());
+            one = delta(&tally.snapshot(), &before);
+            read_ns += one.time_ns.read;
+            reads += one.events.read;
+            wall.push(elapsed.as_secs_f64());
+            user.push(u1.saturating_sub(u0).as_secs_f64());
+            sys.push(s1.saturating_sub(s0).as_secs_f64());
+            done += 1;
         }
-        r.mean_read_ns = if reads > 0 { read_ns as f64 / reads as f64 } else { 0.0 };
-        r.keybox_changed = tally.changes().split_off(seen_before);
-        out.push(r);
+        out.push(SizeResult {
+            label: s.label.clone(),
+            buffer_size: s.size.bytes() as u64,
+            events: one.events,
+            bytes_read: one.bytes_read,
+            logical_reads: one.logical_reads,
+            wall_s: Times::new(wall),
+            user_s: Times::new(user),
+            sys_s: Times::new(sys),
+            mean_read_ns: if reads > 0 { read_ns as f64 / reads as f64 } else { 0.0 },
+            seed: None,
+            gpgsm: None,
+            keybox_changed: tally.changes().split_off(seen_before),
+        });
     }
-    Ok(out)
+    Ok(Sweep {
+        keybox: path.display().to_string(),
+        workload: plan.workload.clone(),
+        lookup: plan.workload.lookup().map(Lookup::name),
+        warmup,
+        runs,
+        results: out,
+    })
 }
 
 /// The seed's measurement (procmon, Windows): N (KiB), file events, seconds.

@@ -1,56 +1,89 @@
 //! `sweep --plot`: file events and wall time against buffer size, as an SVG
 //! that any browser shows.
 //!
-//! Two log–log panels side by side. kbxscope's series is always drawn; the
-//! seed's (built-in keybox) and gpgsm's (`--with-gpgsm`) are drawn when the
-//! results carry them. Unbuffered rows (0 bytes) have no place on a log axis
-//! and are left out, which the caption says.
+//! Two log–log panels side by side, ticks at the measured sizes and at
+//! 1–2–5 steps of the values. kbxscope's series is always drawn (mean time
+//! with a bar from the fastest to the slowest run); the seed's (built-in
+//! keybox, dashed) and gpgsm's (`--with-gpgsm`) when the results carry
+//! them. Unbuffered rows (0 bytes) have no place on a log axis and are left
+//! out, which the title says.
 
+use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
 use plotters::coord::ranged1d::ValueFormatter;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{median, SizeResult};
+use super::{SizeResult, Sweep};
+use crate::io::BufferSize;
 
 /// Canvas size in pixels.
-const SIZE: (u32, u32) = (1100, 460);
+const SIZE: (u32, u32) = (1200, 520);
 
-/// One line of a panel: a name, a colour, dashed or not, and its points
-/// (KiB, value).
+/// One line of a panel: a name, a colour, dashed or not, its points (KiB,
+/// value) and optional bars (KiB, low, high).
 struct Series {
     name: &'static str,
     color: RGBColor,
     dashed: bool,
     points: Vec<(f64, f64)>,
+    bars: Vec<(f64, f64, f64)>,
 }
 
-/// The lines of one panel, picked from the results by `value`.
-fn series(results: &[SizeResult], value: impl Fn(&SizeResult) -> [Option<f64>; 3]) -> Vec<Series> {
+/// A value of one series at one size: the point, and the spread of the runs.
+type Value = Option<(f64, Option<(f64, f64)>)>;
+
+/// The lines of one panel, picked from the results by `value` (kbxscope,
+/// seed, gpgsm).
+fn series(results: &[SizeResult], value: impl Fn(&SizeResult) -> [Value; 3]) -> Vec<Series> {
     let mut out = [
-        Series { name: "kbxscope", color: RGBColor(31, 119, 180), dashed: false, points: Vec::new() },
-        Series { name: "seed (procmon)", color: RGBColor(90, 90, 90), dashed: true, points: Vec::new() },
-        Series { name: "gpgsm (strace)", color: RGBColor(214, 39, 40), dashed: false, points: Vec::new() },
+        Series { name: "kbxscope", color: RGBColor(31, 119, 180), dashed: false, points: vec![], bars: vec![] },
+        Series { name: "seed (procmon)", color: RGBColor(60, 60, 60), dashed: true, points: vec![], bars: vec![] },
+        Series { name: "gpgsm (strace)", color: RGBColor(214, 39, 40), dashed: false, points: vec![], bars: vec![] },
     ];
     for r in results.iter().filter(|r| r.buffer_size > 0) {
         let kib = r.buffer_size as f64 / 1024.0;
         for (s, v) in out.iter_mut().zip(value(r)) {
-            if let Some(v) = v.filter(|v| *v > 0.0) {
+            if let Some((v, spread)) = v.filter(|(v, _)| *v > 0.0) {
                 s.points.push((kib, v));
+                if let Some((lo, hi)) = spread.filter(|(lo, hi)| hi > lo && *lo > 0.0) {
+                    s.bars.push((kib, lo, hi));
+                }
             }
         }
     }
     for s in &mut out {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    // kbxscope last, so it is drawn on top where the lines meet.
-    out.rotate_left(1);
     out.into_iter().filter(|s| !s.points.is_empty()).collect()
 }
 
-/// A log axis range covering `values`, widened to whole powers of two so a
-/// single point still has room.
-fn span(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+/// Tick values on a log axis from `lo` to `hi`: 1, 2 and 5 times the powers
+/// of ten inside, thinned to at most about eight.
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = decade * m;
+            if v >= lo && v <= hi {
+                out.push(v);
+            }
+        }
+        decade *= 10.0;
+    }
+    if out.len() > 8 {
+        out.retain(|v| (v / 10f64.powf(v.log10().floor()) - 1.0).abs() < 1e-9);
+    }
+    out
+}
+
+/// A log axis range covering `values` with a margin, ticked at `keys` (or
+/// at 1–2–5 steps when `keys` is empty).
+fn axis(values: impl Iterator<Item = f64>, keys: Vec<f64>) -> WithKeyPoints<LogCoord<f64>> {
     let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    (lo / 1.5)..(hi * 1.5)
+    let (lo, hi) = (lo / 1.6, hi * 1.6);
+    let keys = if keys.is_empty() { ticks(lo, hi) } else { keys };
+    (lo..hi).log_scale().with_key_points(keys)
 }
 
 /// Draw one panel.
@@ -59,39 +92,71 @@ fn panel<DB: DrawingBackend>(
     caption: &str,
     y_desc: &str,
     lines: &[Series],
+    sizes: &[f64],
 ) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let x = span(lines.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    let y = span(lines.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    let x = axis(lines.iter().flat_map(|s| s.points.iter().map(|p| p.0)), sizes.to_vec());
+    let y = axis(
+        lines.iter().flat_map(|s| s.points.iter().map(|p| p.1).chain(s.bars.iter().flat_map(|b| [b.1, b.2]))),
+        Vec::new(),
+    );
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x.log_scale(), y.log_scale())
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x, y)
         .map_err(err)?;
     mesh(&mut chart, y_desc).map_err(err)?;
+    // kbxscope first (wide and light), the others on top of it, so that a
+    // line lying on kbxscope's stays visible.
     for s in lines {
         let color = s.color;
-        let style = color.stroke_width(2);
+        let width = if s.name == "kbxscope" { 5 } else { 2 };
+        let style = if s.name == "kbxscope" { color.mix(0.55).stroke_width(width) } else { color.stroke_width(width) };
         let drawn = if s.dashed {
-            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style)).map_err(err)?
+            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 10, 6, style)).map_err(err)?
         } else {
             chart.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(err)?
         };
-        drawn.label(s.name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 4, color.filled()))).map_err(err)?;
+        let dashed = s.dashed;
+        drawn.label(s.name).legend(move |(x, y)| {
+            let path = vec![(x, y), (x + 28, y)];
+            if dashed {
+                DashedPathElement::new(path, 6, 4, style).into_dyn()
+            } else {
+                PathElement::new(path, style).into_dyn()
+            }
+        });
+        for &(x, lo, hi) in &s.bars {
+            let bar = color.stroke_width(2);
+            chart
+                .draw_series([
+                    PathElement::new(vec![(x, lo), (x, hi)], bar),
+                    PathElement::new(vec![(x / 1.06, lo), (x * 1.06, lo)], bar),
+                    PathElement::new(vec![(x / 1.06, hi), (x * 1.06, hi)], bar),
+                ])
+                .map_err(err)?;
+        }
+        match s.name {
+            "kbxscope" => chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 5, color.filled()))),
+            "gpgsm (strace)" => chart.draw_series(s.points.iter().map(|p| TriangleMarker::new(*p, 6, color.filled()))),
+            _ => chart.draw_series(s.points.iter().map(|p| Cross::new(*p, 5, color.stroke_width(2)))),
+        }
+        .map_err(err)?;
     }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
+        .legend_area_size(36)
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
+        .label_font(("sans-serif", 15))
         .draw()
         .map_err(err)
 }
 
-/// The grid, tick labels in plain numbers and axis names.
+/// The grid, tick labels as sizes and plain numbers, and axis names.
 fn mesh<DB, X, Y>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
     y_desc: &str,
@@ -103,53 +168,75 @@ where
 {
     chart
         .configure_mesh()
-        .x_desc("buffer size (KiB, log scale)")
+        .x_desc("buffer size (log scale)")
         .y_desc(y_desc)
-        .x_labels(8)
-        .y_labels(8)
-        .light_line_style(RGBColor(235, 235, 235))
-        .x_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(RGBColor(240, 240, 240))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .x_label_formatter(&|v| BufferSize::Bytes((v * 1024.0).round() as usize).to_string())
         .y_label_formatter(&|v| number(*v))
         .draw()
 }
 
-/// 4900000 → "4.9M", 0.25 → "0.25".
+/// 4900000 → "4.9M", 20000 → "20k", 0.25 → "0.25".
 fn number(v: f64) -> String {
+    let trim = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
     match v {
-        v if v >= 1e6 => format!("{:.1}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.0}k", v / 1e3),
-        v if v >= 10.0 => format!("{v:.0}"),
-        v if v >= 0.1 => format!("{v:.2}"),
-        v => format!("{v:.3}"),
+        v if v >= 1e6 => trim(format!("{:.1}", v / 1e6)) + "M",
+        v if v >= 1e3 => trim(format!("{:.1}", v / 1e3)) + "k",
+        v if v >= 1.0 => trim(format!("{v:.1}")),
+        v => trim(format!("{v:.4}")),
     }
 }
 
-/// The SVG: events (left) and median wall time (right) per buffer size.
+/// The SVG: file events (left) and wall time (right) per buffer size, titled
+/// with the keybox, the workload and its lookup.
 ///
 /// # Errors
 /// Nothing to draw (every size unbuffered), or a drawing error.
-pub fn svg(results: &[SizeResult], title: &str) -> Result<Vec<u8>, String> {
+pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
+    let results = &sweep.results;
     let events = series(results, |r| {
-        [Some(r.events.total() as f64), r.seed.map(|s| s.events as f64), r.gpgsm.map(|g| g.events as f64)]
+        [
+            Some((r.events.total() as f64, None)),
+            r.seed.map(|s| (s.events as f64, None)),
+            r.gpgsm.map(|g| (g.events as f64, None)),
+        ]
     });
-    let times = series(results, |r| [Some(median(&r.wall_s)), r.seed.map(|s| s.time_s), r.gpgsm.map(|g| g.time_s)]);
+    let times = series(results, |r| {
+        [
+            Some((r.wall_s.mean, Some((r.wall_s.min, r.wall_s.max)))),
+            r.seed.map(|s| (s.time_s, None)),
+            r.gpgsm.map(|g| (g.time_s, None)),
+        ]
+    });
     if events.is_empty() {
         return Err("nothing to plot: a log-scale axis has no place for unbuffered (0-byte) sizes".into());
     }
+    let mut sizes: Vec<f64> =
+        results.iter().filter(|r| r.buffer_size > 0).map(|r| r.buffer_size as f64 / 1024.0).collect();
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
     let skipped = results.iter().filter(|r| r.buffer_size == 0).count();
+    let name = std::path::Path::new(&sweep.keybox)
+        .file_name()
+        .map_or_else(|| sweep.keybox.clone(), |n| n.to_string_lossy().into_owned());
+    let mut heading = format!("{name}: {}", sweep.workload.command());
+    if skipped > 0 {
+        heading += &format!(" ({skipped} unbuffered size(s) not drawn)");
+    }
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
         let err = |e: DrawingAreaErrorKind<_>| e.to_string();
         root.fill(&WHITE).map_err(err)?;
-        let mut heading = title.to_string();
-        if skipped > 0 {
-            heading += &format!(" ({skipped} unbuffered size(s) not drawn)");
-        }
         let body = root.titled(&heading, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = body.split_horizontally(SIZE.0 / 2);
-        panel(&left, "file events", "file events (log scale)", &events)?;
-        panel(&right, "wall time (median)", "seconds (log scale)", &times)?;
+        panel(&left, "file events per run", "file events (log scale)", &events, &sizes)?;
+        let runs = if sweep.runs == 1 { "1 run".to_string() } else { format!("{} runs", sweep.runs) };
+        let caption = format!("wall time, mean of {runs}, bars min…max");
+        panel(&right, &caption, "seconds (log scale)", &times, &sizes)?;
         root.present().map_err(err)?;
     }
     Ok(out.into_bytes())
@@ -159,7 +246,7 @@ pub fn svg(results: &[SizeResult], title: &str) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use crate::io::PerOp;
-    use crate::sweep::GpgsmRow;
+    use crate::sweep::{GpgsmRow, Times, Workload};
 
     fn row(label: &str, bytes: u64, reads: u64, wall: f64, gpgsm: Option<GpgsmRow>) -> SizeResult {
         SizeResult {
@@ -168,9 +255,9 @@ mod tests {
             events: PerOp { open: 1, read: reads, seek: 0, close: 1, stat: 1 },
             bytes_read: 0,
             logical_reads: 0,
-            wall_s: vec![wall],
-            user_s: vec![0.0],
-            sys_s: vec![0.0],
+            wall_s: Times::new(vec![wall, wall * 1.2]),
+            user_s: Times::new(vec![0.0]),
+            sys_s: Times::new(vec![0.0]),
             mean_read_ns: 0.0,
             seed: None,
             gpgsm,
@@ -182,27 +269,51 @@ mod tests {
     fn draws_every_series_with_labels() {
         let g = Some(GpgsmRow { events: 1200, time_s: 2.0 });
         let rows = vec![row("0", 8192, 1000, 1.0, g), row("64", 65536, 130, 0.5, None), row("0B", 0, 9000, 3.0, None)];
-        let svg = String::from_utf8(svg(&rows, "tiny.kbx — validate").unwrap()).unwrap();
+        let svg = String::from_utf8(svg(&sweep(rows)).unwrap()).unwrap();
+        std::fs::write(std::env::temp_dir().join("kbxscope-plot-test.svg"), &svg).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         assert!(svg.trim_end().ends_with("</svg>"));
-        for text in ["tiny.kbx — validate", "file events", "wall time (median)", "kbxscope", "gpgsm (strace)"] {
+        for text in [
+            "tiny.kbx: list --with-validation --lookup index",
+            "file events per run",
+            "bars min…max",
+            "kbxscope",
+            "gpgsm (strace)",
+            "\n8 KiB\n",
+            "\n64 KiB\n",
+        ] {
             assert!(svg.contains(text), "missing {text}");
         }
         assert!(svg.contains("1 unbuffered size(s) not drawn"));
         assert!(!svg.contains("seed (procmon)"));
-        // Two panels × (kbxscope 2 points + gpgsm 1 point) circles.
-        assert_eq!(svg.matches("<circle").count(), 6);
+        // Two panels × kbxscope's 2 points.
+        assert_eq!(svg.matches("<circle").count(), 4);
+    }
+
+    fn sweep(results: Vec<SizeResult>) -> Sweep {
+        Sweep {
+            keybox: "/tmp/x/tiny.kbx".into(),
+            workload: Workload::Validate(crate::validate::Lookup::Index),
+            lookup: Some("index"),
+            warmup: 0,
+            runs: 2,
+            results,
+        }
     }
 
     #[test]
     fn unbuffered_only_is_an_error() {
-        assert!(svg(&[row("0B", 0, 10, 1.0, None)], "t").unwrap_err().contains("unbuffered"));
+        assert!(svg(&sweep(vec![row("0B", 0, 10, 1.0, None)])).unwrap_err().contains("unbuffered"));
     }
 
     #[test]
-    fn numbers_read_plainly() {
+    fn numbers_and_ticks_read_plainly() {
         assert_eq!(number(4_900_000.0), "4.9M");
         assert_eq!(number(88_000.0), "88k");
+        assert_eq!(number(20_000.0), "20k");
         assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(2.0), "2");
+        assert_eq!(ticks(0.3, 4.0), vec![0.5, 1.0, 2.0]);
+        assert_eq!(ticks(50_000.0, 8_000_000.0), vec![50_000.0, 100_000.0, 200_000.0, 500_000.0, 1e6, 2e6, 5e6]);
     }
 }

@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use libtest_mimic::Trial;
 
 /// The `kbxscope` binary built for these tests. Its cache directory is a
 /// test-only one, so a test can never fill the user's cache.
@@ -9,6 +12,17 @@ pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kbxscope"));
     c.env("KBXSCOPE_CACHE_DIR", std::env::temp_dir().join("kbxscope-test-cache"));
     c
+}
+
+/// [`bin`] for assert_cmd's assertions.
+pub fn cmd() -> assert_cmd::Command {
+    assert_cmd::Command::from_std(bin())
+}
+
+/// A command whose output nobody reads: stdout and stderr to /dev/null, so
+/// that a spawned child does not print among the test results.
+pub fn quiet(c: &mut Command) -> &mut Command {
+    c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null())
 }
 
 /// Run `kbxscope` with `args`.
@@ -41,16 +55,97 @@ pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
-/// Find an external tool on PATH. When it is missing: under CI the test
-/// fails; elsewhere it prints that it skipped and returns `None`.
+/// An external tool on PATH, if installed.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()))
+}
+
+/// Checks that a test could only do in part, for want of a tool; printed
+/// after the summary.
+static PARTLY_SKIPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Find an external tool a test uses for part of its checks (a test that
+/// cannot run at all without a tool declares it in [`tests!`] instead).
+/// When it is missing: under CI the test fails; elsewhere the missing part is
+/// listed after the summary and `None` returned.
 pub fn tool(name: &str, test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()));
+    let found = find_tool(name);
     if found.is_none() {
-        assert!(!under_ci(), "{test}: required tool '{name}' is missing (CI=true)");
-        eprintln!("SKIPPED {test}: '{name}' is not installed");
+        skip_part(test, &format!("'{name}' is not installed"));
     }
     found
+}
+
+/// Note that `test` could not do part of its checks, and why: under CI a
+/// failure; elsewhere listed after the summary.
+pub fn skip_part(test: &str, why: &str) {
+    assert!(!under_ci(), "{test}: {why} (CI=true)");
+    PARTLY_SKIPPED.lock().unwrap().push(format!("{test}: {why}"));
+}
+
+/// One integration test: its name, the external tools it cannot run
+/// without, and its body (which fails by panicking).
+pub struct Test {
+    /// `module::function`, as libtest names tests.
+    pub name: &'static str,
+    /// Tools that must be on PATH.
+    pub needs: &'static [&'static str],
+    /// The test.
+    pub run: fn(),
+}
+
+impl Test {
+    /// The libtest-mimic trial. A test whose tools are missing is ignored,
+    /// its kind naming them (`test [needs gpgsm] …  ... ignored`), so the
+    /// summary counts it as not run; under `CI=true`, or when run anyway
+    /// with `--include-ignored`, it fails.
+    pub fn trial(&self) -> Trial {
+        let missing: Vec<&str> = self.needs.iter().copied().filter(|t| find_tool(t).is_none()).collect();
+        let name = self.name.strip_prefix("integration::").unwrap_or(self.name);
+        let run = self.run;
+        let why = format!("needs {}", missing.join(", "));
+        let ignore = !missing.is_empty() && !under_ci();
+        let trial = Trial::test(name, move || {
+            if !missing.is_empty() {
+                return Err(format!("required tool missing: {}", missing.join(", ")).into());
+            }
+            run();
+            Ok(())
+        });
+        if ignore {
+            trial.with_ignored_flag(true).with_kind(why)
+        } else {
+            trial
+        }
+    }
+}
+
+/// Register a module's tests: `tests![a, b needs ["gpgsm", "strace"]]`
+/// defines `TESTS` for the harness in `tests.rs`. A test function left out
+/// is dead code, which clippy (`-D warnings`) refuses.
+#[macro_export]
+macro_rules! tests {
+    ($($f:ident $(needs [$($tool:literal),* $(,)?])?),* $(,)?) => {
+        /// This module's tests, for the harness.
+        pub const TESTS: &[$crate::common::Test] = &[$(
+            $crate::common::Test {
+                name: concat!(module_path!(), "::", stringify!($f)),
+                needs: &[$($($tool),*)?],
+                run: $f,
+            }
+        ),*];
+    };
+}
+
+/// Print the checks that were skipped in part (after libtest's summary).
+pub fn print_partly_skipped() {
+    let skipped = PARTLY_SKIPPED.lock().unwrap();
+    if !skipped.is_empty() {
+        eprintln!("partly skipped ({}):", skipped.len());
+        for s in skipped.iter() {
+            eprintln!("  {s}");
+        }
+    }
 }
 
 /// stdout as text.
