@@ -137,6 +137,9 @@ fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
         .collect()
 }
 
+/// A panel title, the labels of the series to check, the expected value.
+type Expected<'a> = (&'a str, Vec<(&'a str, &'a str)>, f64);
+
 /// A panel's query as a total: `rate(X[$__rate_interval])` becomes `X`, so
 /// a finished one-shot run has one exact value to compare.
 fn total_form(expr: &str) -> String {
@@ -227,7 +230,7 @@ fn every_dashboard_query_returns_data_from_a_real_prometheus() {
     let all_reads = reads + d("kbx_file_events_total{op=\"read\",buffer_size=\"8192\"}");
     let command = "command=\"sweep\",buffer_size=\"sweep\"";
     // (panel title, labels of the series to check, expected value)
-    let expected: Vec<(&str, Vec<(&str, &str)>, f64)> = vec![
+    let expected: Vec<Expected> = vec![
         ("File events per second by operation", vec![("op", "read")], all_reads),
         ("File events per keybox scan, by buffer size", vec![("buffer_size", "16384")], per_scan("16384")),
         ("File events per keybox scan, by buffer size", vec![("buffer_size", "8192")], per_scan("8192")),
