@@ -68,45 +68,82 @@ fn refuses_to_overwrite_and_leaves_nothing_on_failure() {
     assert!(names.iter().all(|n| !n.contains(".tmp")), "temporary files left: {names:?}");
 }
 
-#[test]
-fn killed_generation_leaves_no_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("big.kbx");
-    let mut child = crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "small"]).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(!out.exists(), "a killed gen must not leave a partial keybox");
-    assert!(!trustlist(&out).exists());
+/// When to SIGKILL a running `gen`.
+#[derive(Debug, Clone, Copy)]
+enum Trigger {
+    /// As soon as it is spawned.
+    AtOnce,
+    /// When its temporary output file appears in the directory.
+    TempAppears,
+    /// When its temporary output file has bytes in it.
+    TempHasBytes,
 }
 
-/// SIGKILL at every moment of a whole generation, writing included: the
-/// output is either absent or complete, never partial.
+/// The temporary file `gen` writes `out` through (`.NAME.XXXX.tmp`), if any.
+fn temp_of(out: &Path) -> Option<std::path::PathBuf> {
+    let prefix = format!(".{}.", out.file_name()?.to_string_lossy());
+    std::fs::read_dir(out.parent()?)
+        .ok()?
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+}
+
+/// SIGKILL a whole generation at moments the test observes (no timed
+/// sleeps): at once, when the temporary file appears, when it has bytes.
+/// The output is always absent or complete, never partial, and some kills
+/// must have landed mid-write (the temporary file there, the output not).
 #[test]
-fn killed_at_any_moment_gen_leaves_all_or_nothing() {
-    let (_d, reference) = gen(&["--preset", "tiny"]);
+fn killed_gen_leaves_all_or_nothing() {
+    let (_d, reference) = gen(&["--preset", "small"]);
     let whole = std::fs::read(&reference).unwrap();
     let whole_trust = std::fs::read(trustlist(&reference)).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (mut complete, mut absent) = (0, 0);
-    for delay_ms in (0..600).step_by(15) {
-        let out = dir.path().join(format!("k{delay_ms}.kbx"));
-        let mut child = crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "tiny"]).spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL; it may have finished already
-        child.wait().unwrap();
-        match std::fs::read(&out) {
-            Ok(bytes) => {
-                assert_eq!(bytes, whole, "killed after {delay_ms} ms: a partial keybox");
-                complete += 1;
+    let (mut mid_write, mut complete, mut absent) = (0, 0, 0);
+    for round in 0..6 {
+        for trigger in [Trigger::AtOnce, Trigger::TempAppears, Trigger::TempHasBytes] {
+            let out = dir.path().join(format!("k{round}-{trigger:?}.kbx"));
+            let mut child =
+                crate::common::bin().args(["gen", out.to_str().unwrap(), "--preset", "small"]).spawn().unwrap();
+            // Watch the directory until the trigger fires or gen finishes.
+            loop {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                let fire = match trigger {
+                    Trigger::AtOnce => true,
+                    Trigger::TempAppears => temp_of(&out).is_some(),
+                    Trigger::TempHasBytes => {
+                        temp_of(&out).and_then(|t| std::fs::metadata(t).ok()).is_some_and(|m| m.len() > 0)
+                    }
+                };
+                if fire {
+                    let _ = child.kill();
+                    if temp_of(&out).is_some() && !out.exists() {
+                        mid_write += 1;
+                    }
+                    break;
+                }
+                std::thread::yield_now();
             }
-            Err(_) => absent += 1,
-        }
-        if let Ok(t) = std::fs::read(trustlist(&out)) {
-            assert_eq!(t, whole_trust, "killed after {delay_ms} ms: a partial trustlist");
+            child.wait().unwrap();
+            match std::fs::read(&out) {
+                Ok(bytes) => {
+                    assert_eq!(bytes, whole, "{trigger:?}: a partial keybox");
+                    complete += 1;
+                }
+                Err(_) => absent += 1,
+            }
+            if let Ok(t) = std::fs::read(trustlist(&out)) {
+                assert_eq!(t, whole_trust, "{trigger:?}: a partial trustlist");
+            }
         }
     }
-    eprintln!("killed {} times: {absent} left nothing, {complete} had finished", absent + complete);
+    eprintln!(
+        "killed {} times: {mid_write} mid-write; {absent} left no output, {complete} had finished",
+        absent + complete
+    );
+    assert!(mid_write > 0, "no kill landed while the output was being written");
 }
 
 #[test]

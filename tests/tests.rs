@@ -11,4 +11,6 @@ mod strace;
 mod sweep;
 mod telemetry;
 mod trace;
+mod trustlist_forms;
 mod validation;
+mod x509_algorithms;

@@ -89,6 +89,9 @@ pub fn write_outputs(path: &Path, g: &Generated, overwrite: bool) -> Result<(), 
     write_file(&trust, g.trustlist.as_bytes(), overwrite)
 }
 
+/// gpg-agent's system trustlist (`include-default`), in GnuPG's sysconfdir.
+const SYSTEM_TRUSTLIST: &str = "/etc/gnupg/trustlist.txt";
+
 /// The trustlist for validating `keybox`: the one given, else
 /// `KEYBOX.trustlist.txt` (what `gen` writes next to a keybox), else
 /// `$GNUPGHOME/trustlist.txt`, else `~/.gnupg/trustlist.txt`. Without any,
@@ -111,5 +114,19 @@ pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<TrustList> {
         return Ok(TrustList::default());
     };
     let text = read_text(&path, 1 << 20)?;
-    TrustList::parse(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+    let mut list = TrustList::read(&text, None);
+    if list.includes_default() {
+        // gpg-agent reads the system trustlist where `include-default` stands.
+        let system = Path::new(SYSTEM_TRUSTLIST);
+        let sys = if is_file(system) { Some(read_text(system, 1 << 20)?) } else { None };
+        list = TrustList::read(&text, sys.as_deref());
+    }
+    if let Some(e) = list.broken() {
+        let file = if e.in_system_list { SYSTEM_TRUSTLIST.to_string() } else { path.display().to_string() };
+        eprintln!(
+            "kbxscope: {file}: line {}: {}: gpg-agent rejects the whole trustlist (gpgsm: \"{}\" for every root)",
+            e.line, e.reason, e.code
+        );
+    }
+    Ok(list)
 }

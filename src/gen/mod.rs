@@ -21,8 +21,6 @@ pub mod pki;
 pub mod signer;
 pub mod x509;
 
-use std::str::FromStr;
-
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -60,19 +58,6 @@ pub enum Preset {
     Small,
     /// A few dozen blobs, for tests.
     Tiny,
-}
-
-impl FromStr for Preset {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "seed" => Ok(Self::Seed),
-            "small" => Ok(Self::Small),
-            "tiny" => Ok(Self::Tiny),
-            _ => Err("expected one of: seed, small, tiny".into()),
-        }
-    }
 }
 
 impl Preset {

@@ -1,14 +1,21 @@
-//! Reading one blob at a time, the way GnuPG's `_keybox_read_blob` does.
+//! Reading one blob at a time, the way GnuPG's `_keybox_read_blob` does:
+//! the one blob reader every pass and every lookup goes through.
 //!
 //! Each call reads the 5-byte prefix (length and type) as one logical
 //! read, then:
 //! * type 0 (deleted): skips the rest with a relative seek and reports it;
 //! * a length over 5 MiB: skips it the same way and reports it;
-//! * otherwise reads the remaining `length − 5` bytes in one logical read
-//!   into the caller's buffer, which is reused from blob to blob.
+//! * otherwise does with the remaining `length − 5` bytes what the caller's
+//!   policy says for the blob's type ([`Take`]): copy them into the
+//!   caller's buffer (one logical read; the buffer is reused from blob to
+//!   blob), consume them with the same system calls but no copy, or pass
+//!   over them unread.
 //!
-//! The length is checked against the 5 MiB cap *before* anything is
-//! allocated, so memory stays bounded by one blob plus the read buffer.
+//! Invariants: the length is checked against the 5 MiB cap *before*
+//! anything is allocated, so memory stays bounded by one blob plus the
+//! read buffer; a blob that is skipped or passed over must still end
+//! inside the file as it was at open (GnuPG would seek past the end and
+//! call it the end of the keybox; kbxscope reports it).
 
 use std::io::{self, Read, Seek};
 
@@ -42,11 +49,13 @@ pub enum Next {
         /// Its length field.
         length: u32,
     },
-    /// A blob of a type the caller did not ask for, passed over unread
-    /// ([`read_blob_of`] only).
+    /// A blob the caller's policy did not copy: consumed or passed over
+    /// ([`Take`]).
     Passed {
         /// File offset of the blob.
         offset: u64,
+        /// Its type.
+        blob_type: BlobType,
     },
     /// The end of the file, at a blob boundary.
     Eof,
@@ -103,34 +112,39 @@ impl ReadBlobError {
     }
 }
 
-/// Read the blob at the current position into `image` (which is cleared
-/// first and holds exactly the blob on [`Next::Blob`]).
+/// What to do with a blob's body once its type is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Read it into the caller's buffer ([`Next::Blob`]).
+    Copy,
+    /// Read it with exactly the system calls a copy would make, without
+    /// copying it anywhere ([`Next::Passed`]): GnuPG reads every blob of
+    /// a search completely, whatever its type.
+    Consume,
+    /// Pass over it the cheapest way: from the buffer, or with one
+    /// `lseek(2)` when it reaches far beyond it ([`Next::Passed`]; see
+    /// [`BufferedReader::pass_over`]).
+    PassOver,
+}
+
+impl Take {
+    /// Copy every blob.
+    pub fn all(_: BlobType) -> Take {
+        Take::Copy
+    }
+}
+
+/// Read the blob at the current position. Deleted and over-long blobs
+/// are skipped; for any other blob `policy` says, by its type, whether it
+/// is copied into `image` (cleared first; it then holds exactly the blob),
+/// consumed or passed over.
 ///
 /// # Errors
 /// [`ReadBlobError`] for truncated or malformed framing and system errors.
-pub fn read_blob<F: Read + Seek>(r: &mut BufferedReader<F>, image: &mut Vec<u8>) -> Result<Next, ReadBlobError> {
-    read_blob_kept(r, image, None)
-}
-
-/// Like [`read_blob`], but a blob whose type is not `keep` is passed over
-/// ([`Next::Passed`]) without being copied: from the buffer, or with one
-/// `lseek(2)` when it reaches far beyond it (see
-/// [`BufferedReader::pass_over`]). It must still end inside the file.
-///
-/// # Errors
-/// [`ReadBlobError`] for truncated or malformed framing and system errors.
-pub fn read_blob_of<F: Read + Seek>(
+pub fn read_blob<F: Read + Seek>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
-    keep: BlobType,
-) -> Result<Next, ReadBlobError> {
-    read_blob_kept(r, image, Some(keep))
-}
-
-fn read_blob_kept<F: Read + Seek>(
-    r: &mut BufferedReader<F>,
-    image: &mut Vec<u8>,
-    keep: Option<BlobType>,
+    policy: impl FnOnce(BlobType) -> Take,
 ) -> Result<Next, ReadBlobError> {
     let offset = r.position();
     let span = blob_span(offset);
@@ -148,11 +162,10 @@ fn read_blob_kept<F: Read + Seek>(
         return Err(ReadBlobError::LengthTooShort { offset, length });
     }
     let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
-    let unwanted = keep.is_some_and(|k| k != ty) && ty != BlobType::Empty;
-    let skipped = ty == BlobType::Empty || length > IMAGELEN_LIMIT || unwanted;
+    let take = if ty == BlobType::Empty || length > IMAGELEN_LIMIT { Take::PassOver } else { policy(ty) };
     // A blob that is skipped, not read, must still end inside the file:
     // GnuPG would seek past the end and call it the end of the keybox.
-    if skipped && offset.saturating_add(u64::from(length)) > r.limit() {
+    if take == Take::PassOver && offset.saturating_add(u64::from(length)) > r.limit() {
         return Err(ReadBlobError::Truncated { offset, length, got: r.limit() - offset });
     }
     if ty == BlobType::Empty {
@@ -163,14 +176,17 @@ fn read_blob_kept<F: Read + Seek>(
         r.skip(rest).map_err(io)?;
         return Ok(Next::TooLarge { offset, length });
     }
-    if unwanted {
-        // The blob ends inside the file as it was at open (checked above);
-        // a file cut short since then shows here.
-        let passed = r.pass_over(rest).map_err(io)?;
-        if passed < rest {
-            return Err(ReadBlobError::Truncated { offset, length, got: BLOB_PREFIX_LEN as u64 + passed });
+    if take != Take::Copy {
+        // A passed-over blob ends inside the file as it was at open
+        // (checked above); a file cut short since then shows here.
+        let done = if take == Take::Consume { r.consume(rest) } else { r.pass_over(rest) }.map_err(io)?;
+        if done < rest {
+            return Err(ReadBlobError::Truncated { offset, length, got: BLOB_PREFIX_LEN as u64 + done });
         }
-        return Ok(Next::Passed { offset });
+        if take == Take::Consume {
+            r.count_blob(ty);
+        }
+        return Ok(Next::Passed { offset, blob_type: ty });
     }
     image.clear();
     image.extend_from_slice(&prefix);
@@ -196,6 +212,14 @@ mod tests {
         b
     }
 
+    fn only_x509(ty: BlobType) -> Take {
+        if ty == BlobType::X509 {
+            Take::Copy
+        } else {
+            Take::PassOver
+        }
+    }
+
     fn reader(bytes: Vec<u8>) -> BufferedReader<Cursor<Vec<u8>>> {
         BufferedReader::new(Cursor::new(bytes), BufferSize::Bytes(64))
     }
@@ -205,12 +229,12 @@ mod tests {
         let file = [blob(32, 1), blob(40, 0), blob(100, 2)].concat();
         let mut r = reader(file);
         let mut img = Vec::new();
-        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Blob { offset: 0 });
+        assert_eq!(read_blob(&mut r, &mut img, Take::all).unwrap(), Next::Blob { offset: 0 });
         assert_eq!(img.len(), 32);
-        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Deleted { offset: 32, length: 40 });
-        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Blob { offset: 72 });
+        assert_eq!(read_blob(&mut r, &mut img, Take::all).unwrap(), Next::Deleted { offset: 32, length: 40 });
+        assert_eq!(read_blob(&mut r, &mut img, Take::all).unwrap(), Next::Blob { offset: 72 });
         assert_eq!(img, blob(100, 2));
-        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Eof);
+        assert_eq!(read_blob(&mut r, &mut img, Take::all).unwrap(), Next::Eof);
     }
 
     #[test]
@@ -219,9 +243,12 @@ mod tests {
         file.push(2);
         let mut r = reader(file);
         let mut img = Vec::new();
-        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::TooLarge { offset: 0, length: IMAGELEN_LIMIT + 1 });
+        assert_eq!(
+            read_blob(&mut r, &mut img, Take::all).unwrap(),
+            Next::TooLarge { offset: 0, length: IMAGELEN_LIMIT + 1 }
+        );
         assert!(img.capacity() < 1024);
-        assert_eq!(read_blob(&mut r, &mut img).unwrap(), Next::Eof);
+        assert_eq!(read_blob(&mut r, &mut img, Take::all).unwrap(), Next::Eof);
     }
 
     #[test]
@@ -232,21 +259,29 @@ mod tests {
         let file = [blob(32, 1), blob(1000, 2), blob(100, 3), blob(40, 2), blob(100, 3)].concat();
         let mut r = reader(file.clone());
         let mut img = Vec::new();
-        let x509 = BlobType::X509;
-        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Passed { offset: 0 });
-        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Passed { offset: 32 });
+        assert_eq!(
+            read_blob(&mut r, &mut img, only_x509).unwrap(),
+            Next::Passed { offset: 0, blob_type: BlobType::Header }
+        );
+        assert_eq!(
+            read_blob(&mut r, &mut img, only_x509).unwrap(),
+            Next::Passed { offset: 32, blob_type: BlobType::OpenPgp }
+        );
         assert_eq!(r.stats().events.seek, 1);
-        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Blob { offset: 1032 });
+        assert_eq!(read_blob(&mut r, &mut img, only_x509).unwrap(), Next::Blob { offset: 1032 });
         assert_eq!(img, blob(100, 3));
-        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Passed { offset: 1132 });
-        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Blob { offset: 1172 });
-        assert_eq!(read_blob_of(&mut r, &mut img, x509).unwrap(), Next::Eof);
+        assert_eq!(
+            read_blob(&mut r, &mut img, only_x509).unwrap(),
+            Next::Passed { offset: 1132, blob_type: BlobType::OpenPgp }
+        );
+        assert_eq!(read_blob(&mut r, &mut img, only_x509).unwrap(), Next::Blob { offset: 1172 });
+        assert_eq!(read_blob(&mut r, &mut img, only_x509).unwrap(), Next::Eof);
         let s = r.stats();
         assert_eq!(s.events.seek, 1);
         assert!(s.bytes_read < file.len() as u64 - 900, "{} bytes read", s.bytes_read);
         // Never more system calls than reading everything.
         let mut all = reader(file);
-        while read_blob(&mut all, &mut img).unwrap() != Next::Eof {}
+        while read_blob(&mut all, &mut img, Take::all).unwrap() != Next::Eof {}
         assert!(s.events.total() <= all.stats().events.total(), "{:?} vs {:?}", s.events, all.stats().events);
     }
 
@@ -258,8 +293,8 @@ mod tests {
         for size in [BufferSize::Bytes(64), BufferSize::Bytes(4096), BufferSize::Unbuffered] {
             // A keybox handle's limit is the file's size at open.
             let mut r = BufferedReader::new(Cursor::new(file.clone()), size).with_limit(file.len() as u64);
-            assert_eq!(read_blob_of(&mut r, &mut img, BlobType::X509).unwrap(), Next::Blob { offset: 0 });
-            let e = read_blob_of(&mut r, &mut img, BlobType::X509).unwrap_err();
+            assert_eq!(read_blob(&mut r, &mut img, only_x509).unwrap(), Next::Blob { offset: 0 });
+            let e = read_blob(&mut r, &mut img, only_x509).unwrap_err();
             assert!(matches!(e, ReadBlobError::Truncated { offset: 100, length: 1000, got: 600 }), "{size}: {e:?}");
         }
     }
@@ -267,13 +302,13 @@ mod tests {
     #[test]
     fn framing_errors() {
         let mut img = Vec::new();
-        let e = read_blob(&mut reader(vec![0, 0, 1]), &mut img).unwrap_err();
+        let e = read_blob(&mut reader(vec![0, 0, 1]), &mut img, Take::all).unwrap_err();
         assert!(matches!(e, ReadBlobError::TruncatedPrefix { offset: 0, got: 3 }));
-        let e = read_blob(&mut reader(vec![0, 0, 0, 4, 2]), &mut img).unwrap_err();
+        let e = read_blob(&mut reader(vec![0, 0, 0, 4, 2]), &mut img, Take::all).unwrap_err();
         assert!(matches!(e, ReadBlobError::LengthTooShort { length: 4, .. }));
         let mut file = blob(100, 2);
         file.truncate(60);
-        let e = read_blob(&mut reader(file), &mut img).unwrap_err();
+        let e = read_blob(&mut reader(file), &mut img, Take::all).unwrap_err();
         assert!(matches!(e, ReadBlobError::Truncated { length: 100, got: 60, .. }));
     }
 }

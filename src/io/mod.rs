@@ -25,7 +25,7 @@ pub mod observe;
 pub mod source;
 pub mod stats;
 
-pub use blob_reader::{read_blob, read_blob_of, Next, ReadBlobError};
+pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
 pub use keybox_file::{IoTally, KeyboxChange, KeyboxFile, OpenError};

@@ -149,11 +149,6 @@ impl CertInfo {
         }
         info
     }
-
-    /// Whether the validity period covers `at`.
-    pub fn valid_at(&self, at: i64) -> bool {
-        self.not_before <= at && at <= self.not_after
-    }
 }
 
 /// Where `part` (a slice of `whole`) lies in `whole`.

@@ -48,6 +48,9 @@ pub enum Problem {
     /// A certificate's policies are critical and none is allowed (gpgsm
     /// without a `policies.txt`).
     NoPolicyMatch,
+    /// gpg-agent rejected the trustlist; gpgsm reports its error ("Bad
+    /// data", "Line too long") for every chain reaching a root.
+    TrustList(&'static str),
 }
 
 impl Problem {
@@ -63,6 +66,7 @@ impl Problem {
             Self::BadCertificate => "Bad certificate",
             Self::Unsupported => "Unsupported certificate",
             Self::NoPolicyMatch => "No policy match",
+            Self::TrustList(code) => code,
         }
     }
 }
@@ -244,6 +248,10 @@ impl<'t> Validator<'t> {
         if !info.is_ca && !self.trust.relaxes(&root.fpr) {
             notes.push("issuer certificate is not marked as a CA".into());
             return Some(Problem::BadCa);
+        }
+        if let Some(broken) = self.trust.broken() {
+            // gpgsm: "checking the trust list failed", no bracketed note.
+            return Some(Problem::TrustList(broken.code));
         }
         if !trusted {
             notes.push("root certificate is not marked trusted".into());

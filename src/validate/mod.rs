@@ -4,6 +4,8 @@
 //! * [`certinfo`]: the parts of a certificate validation looks at, decoded
 //!   and signature-checked once per run;
 //! * [`chain`]: chain building and gpgsm's verdicts;
+//! * [`sigverify`]: signature checks with the algorithms gpgsm verifies,
+//!   each through its RustCrypto crate;
 //! * [`pool`]: signature checks on worker threads, queued while the
 //!   `index` strategy is still reading;
 //! * [`search`]: the `gnupg`, `scan` and `index` lookup strategies — what
@@ -13,6 +15,7 @@ pub mod certinfo;
 pub mod chain;
 pub mod pool;
 pub mod search;
+pub mod sigverify;
 pub mod trustlist;
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ impl SignatureCheck {
         let Ok((rest, algorithm)) = AlgorithmIdentifier::from_der(after_tbs) else { return false };
         let Ok((_, signature)) = BitString::from_der(rest) else { return false };
         let Ok((_, key)) = SubjectPublicKeyInfo::from_der(spki) else { return false };
-        x509_parser::verify::verify_signature(&key, &algorithm, &signature, tbs).is_ok()
+        super::sigverify::verify(&key, &algorithm, signature.as_ref(), tbs)
     }
 }
 

@@ -25,9 +25,8 @@ use std::collections::HashMap;
 use std::io::{self, Read, Seek};
 
 use super::certinfo::{serial_eq, Cert, Memo};
-use crate::io::{BufferedReader, OpenError, Opener};
-use crate::kbx::blob::{read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
-use crate::kbx::{parse_blob, Blob, KeyBlob};
+use crate::io::{read_blob, BufferedReader, Next, OpenError, Opener, ReadBlobError, Take};
+use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 
 /// Errors of a lookup.
 #[derive(Debug, thiserror::Error)]
@@ -35,9 +34,18 @@ pub enum SearchError {
     /// A handle could not be opened.
     #[error(transparent)]
     Open(#[from] OpenError),
-    /// A read or seek failed, or the framing is broken.
-    #[error("keybox read error during an issuer lookup: {0}")]
-    Io(#[from] io::Error),
+    /// A rewind failed.
+    #[error("keybox seek error during an issuer lookup: {0}")]
+    Seek(#[from] io::Error),
+    /// A blob met during a lookup could not be read: a system error or
+    /// broken framing, located like the listing's errors.
+    #[error("during an issuer lookup, blob {index} at byte offset {}: {source}", source.offset())]
+    Blob {
+        /// Physical index of the blob (0 = the first blob of the file).
+        index: u64,
+        /// What went wrong.
+        source: ReadBlobError,
+    },
 }
 
 /// The lookups chain building needs.
@@ -87,48 +95,27 @@ enum Step {
     Stop,
 }
 
-/// Scan from the reader's position to the end (or until `f` says stop),
-/// reading every blob completely; hand each X.509 blob to `f`. Ephemeral
-/// blobs are passed over unless `ephemeral`. Returns whether `f` stopped it.
+/// Scan from the start of the file (the reader has just been rewound) to
+/// the end, or until `f` says stop, reading every blob completely as
+/// GnuPG's searches do: X.509 blobs are copied and handed to `f`, the
+/// others consumed with the same system calls. Ephemeral blobs are passed
+/// over unless `ephemeral`. Returns whether `f` stopped it.
 fn scan_x509<F: Read + Seek>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
     ephemeral: bool,
     mut f: impl FnMut(&KeyBlob<'_>, u64) -> Step,
-) -> io::Result<bool> {
-    let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
+) -> Result<bool, SearchError> {
+    let policy = |ty| if ty == BlobType::X509 { Take::Copy } else { Take::Consume };
+    let mut index = 0;
     loop {
-        let offset = r.position();
-        let span = crate::io::blob_reader::blob_span(offset);
-        let _in = span.enter();
-        let mut prefix = [0u8; BLOB_PREFIX_LEN];
-        let got = r.read(&mut prefix)?;
-        if got == 0 {
-            return Ok(false);
-        }
-        let (len, ty) = read_prefix(&prefix[..got]).ok_or_else(|| bad("truncated blob prefix"))?;
-        if (len as usize) < BLOB_PREFIX_LEN {
-            return Err(bad("blob length below 5"));
-        }
-        let rest = u64::from(len) - BLOB_PREFIX_LEN as u64;
-        if ty == BlobType::Empty || len > IMAGELEN_LIMIT {
-            r.skip(rest)?;
-            continue;
-        }
-        if ty != BlobType::X509 {
-            if r.consume(rest)? < rest {
-                return Err(bad("truncated blob"));
-            }
-            r.count_blob(ty);
-            continue;
-        }
-        image.clear();
-        image.extend_from_slice(&prefix);
-        image.resize(len as usize, 0);
-        if (r.read(&mut image[BLOB_PREFIX_LEN..])? as u64) < rest {
-            return Err(bad("truncated blob"));
-        }
-        r.count_blob(ty);
+        let next = read_blob(r, image, policy).map_err(|source| SearchError::Blob { index, source })?;
+        index += 1;
+        let offset = match next {
+            Next::Eof => return Ok(false),
+            Next::Blob { offset } => offset,
+            Next::Deleted { .. } | Next::TooLarge { .. } | Next::Passed { .. } => continue,
+        };
         let Ok(Blob::Key(blob)) = parse_blob(image) else { continue };
         if blob.is_ephemeral() && !ephemeral {
             continue;

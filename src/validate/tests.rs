@@ -147,7 +147,7 @@ fn missing_issuer_not_trusted_and_disabled_entries() {
     let v = verdicts(&kbx, &TrustList::default());
     assert_eq!(verdict_of(&v, &a), "Not trusted");
     assert_eq!(verdict_of(&v, &root), "Not trusted");
-    let disabled = TrustList::parse(&format!("{} S\n!{} S\n", fpr(&root), fpr(&root))).unwrap();
+    let disabled = TrustList::parse(&format!("!{} S\n{} S\n", fpr(&root), fpr(&root))).unwrap();
     assert_eq!(verdict_of(&verdicts(&kbx, &disabled), &a), "Not trusted");
 }
 

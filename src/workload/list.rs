@@ -5,7 +5,7 @@ use std::io::{Read, Seek};
 use serde::Serialize;
 
 use super::openpgp::{self, OpenPgpKey};
-use super::scan::{Item, ScanError, Scanner};
+use super::scan::{ContentError, Item, ScanError, Scanner};
 use super::x509::{self, X509Cert};
 use crate::io::BufferedReader;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
@@ -88,10 +88,14 @@ impl ListOutcome {
 /// A [`ScanError`] located at the blob.
 pub fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> Result<Listed, ScanError> {
     let key = match blob.blob_type {
-        BlobType::X509 => x509::describe(blob).map(KeyDetails::X509),
-        _ => openpgp::describe(blob.data()).map(KeyDetails::Openpgp),
+        BlobType::X509 => x509::describe(blob)
+            .map(KeyDetails::X509)
+            .map_err(|reason| ContentError::Certificate { reason: Some(reason) }),
+        _ => {
+            openpgp::describe(blob.data()).map(KeyDetails::Openpgp).map_err(|reason| ContentError::Keyblock { reason })
+        }
     }
-    .map_err(|m| ScanError::content(index, offset + u64::from(blob.data_offset), m))?;
+    .map_err(|e| ScanError::content(index, offset + u64::from(blob.data_offset), e))?;
     Ok(Listed { blob_index: index, offset, ephemeral: blob.is_ephemeral(), key, validation: None })
 }
 

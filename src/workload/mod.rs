@@ -15,7 +15,7 @@ pub mod validate;
 pub mod x509;
 
 pub use list::{KeyDetails, ListOutcome, Listed, TypeFilter};
-pub use scan::{Item, ScanError, ScanErrorKind, Scanner};
+pub use scan::{ContentError, Item, NotAKeybox, ScanError, ScanErrorKind, Scanner};
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io::{Read, Seek};
 
-use crate::io::{read_blob, read_blob_of, BufferedReader, Next, ReadBlobError};
+use crate::io::{read_blob, BufferedReader, Next, ReadBlobError, Take};
 use crate::kbx::blob::IMAGELEN_LIMIT;
 use crate::kbx::{BlobType, ParseError};
 
@@ -39,10 +39,55 @@ pub enum ScanErrorKind {
     Read(ReadBlobError),
     /// The blob's contents do not decode.
     Parse(ParseError),
-    /// The keyblock or certificate inside the blob does not decode.
-    Content(String),
+    /// The keyblock or certificate inside the blob does not decode, or a
+    /// lookup made for it failed.
+    Content(ContentError),
     /// The file does not start like a keybox.
-    NotAKeybox(String),
+    NotAKeybox(NotAKeybox),
+}
+
+/// Why a blob's keyblock or certificate could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ContentError {
+    /// The certificate does not decode; `reason` is the decoder's.
+    #[error("certificate does not decode{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Certificate {
+        /// The decoder's one-line reason, when it gave one.
+        reason: Option<String>,
+    },
+    /// The OpenPGP keyblock does not decode; `reason` is the decoder's.
+    #[error("keyblock does not decode: {reason}")]
+    Keyblock {
+        /// The decoder's one-line reason.
+        reason: String,
+    },
+    /// An issuer lookup made while validating the certificate failed.
+    #[error(transparent)]
+    Lookup(#[from] crate::validate::SearchError),
+}
+
+/// Why a file is not taken for a keybox.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAKeybox {
+    /// It has no bytes.
+    #[error("the file is empty")]
+    Empty,
+    /// The first blob claims more than a blob may have.
+    #[error("the first blob claims {length} bytes, more than the 5 MiB a keybox blob may have")]
+    FirstBlobTooLarge {
+        /// Its length field.
+        length: u32,
+    },
+    /// The first blob is neither a header nor a key blob.
+    #[error(
+        "the first blob is neither a header (type 1, magic KBXf) nor a key blob (type byte {type_byte}, length {length})"
+    )]
+    FirstBlobNotKeybox {
+        /// Its type byte.
+        type_byte: u8,
+        /// Its length.
+        length: usize,
+    },
 }
 
 /// An error located at a blob: its physical index and a file byte offset.
@@ -62,9 +107,9 @@ impl ScanError {
         Self { index, offset: blob_offset + e.offset as u64, kind: ScanErrorKind::Parse(e) }
     }
 
-    /// A content error (keyblock, certificate) of the blob at `index`.
-    pub fn content(index: u64, blob_offset: u64, msg: impl Into<String>) -> Self {
-        Self { index, offset: blob_offset, kind: ScanErrorKind::Content(msg.into()) }
+    /// A content error (keyblock, certificate, lookup) of the blob at `index`.
+    pub fn content(index: u64, blob_offset: u64, e: impl Into<ContentError>) -> Self {
+        Self { index, offset: blob_offset, kind: ScanErrorKind::Content(e.into()) }
     }
 }
 
@@ -74,8 +119,8 @@ impl fmt::Display for ScanError {
         match &self.kind {
             ScanErrorKind::Read(e) => write!(f, "{e}"),
             ScanErrorKind::Parse(e) => write!(f, "{}", e.kind),
-            ScanErrorKind::Content(m) => f.write_str(m),
-            ScanErrorKind::NotAKeybox(m) => write!(f, "not a keybox: {m}"),
+            ScanErrorKind::Content(e) => write!(f, "{e}"),
+            ScanErrorKind::NotAKeybox(e) => write!(f, "not a keybox: {e}"),
         }
     }
 }
@@ -113,8 +158,8 @@ fn plausible_first_blob(image: &[u8]) -> bool {
 }
 
 impl<'r, F: Read + Seek> Scanner<'r, F> {
-    fn not_a_keybox(&self, offset: u64, msg: String) -> ScanError {
-        ScanError { index: 0, offset, kind: ScanErrorKind::NotAKeybox(msg) }
+    fn not_a_keybox(&self, offset: u64, why: NotAKeybox) -> ScanError {
+        ScanError { index: 0, offset, kind: ScanErrorKind::NotAKeybox(why) }
     }
 
     /// Start a scan at the reader's position, which is taken to be blob 0
@@ -152,10 +197,12 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
         let mut deleted = 0;
         loop {
             let index = self.index;
-            let read = match self.keep {
-                Some(keep) if index > 0 => read_blob_of(self.reader, &mut self.image, keep),
-                _ => read_blob(self.reader, &mut self.image),
-            };
+            // The first blob is always read: it shows whether this is a keybox.
+            let keep = self.keep.filter(|_| index > 0);
+            let read = read_blob(self.reader, &mut self.image, |ty| match keep {
+                Some(keep) if keep != ty => Take::PassOver,
+                _ => Take::Copy,
+            });
             let next = match read {
                 Ok(next) => next,
                 // A first blob over the limit says "not a keybox" louder
@@ -167,20 +214,14 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
             };
             match next {
                 Next::Eof if index == 0 => {
-                    return Err(self.not_a_keybox(0, "the file is empty".into()));
+                    return Err(self.not_a_keybox(0, NotAKeybox::Empty));
                 }
                 Next::TooLarge { offset, length } if index == 0 => {
-                    let msg =
-                        format!("the first blob claims {length} bytes, more than the 5 MiB a keybox blob may have");
-                    return Err(self.not_a_keybox(offset, msg));
+                    return Err(self.not_a_keybox(offset, NotAKeybox::FirstBlobTooLarge { length }));
                 }
                 Next::Blob { offset } if index == 0 && !plausible_first_blob(&self.image) => {
-                    let msg = format!(
-                        "the first blob is neither a header (type 1, magic KBXf) nor a key blob (type byte {}, length {})",
-                        self.image[4],
-                        self.image.len()
-                    );
-                    return Err(self.not_a_keybox(offset, msg));
+                    let why = NotAKeybox::FirstBlobNotKeybox { type_byte: self.image[4], length: self.image.len() };
+                    return Err(self.not_a_keybox(offset, why));
                 }
                 Next::Eof => {
                     self.trailing_deleted = deleted;

@@ -12,12 +12,13 @@ use std::collections::HashMap;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::list::{KeyDetails, ListOutcome, Listed};
-use super::scan::{Item, ScanError, Scanner};
+use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
 use super::x509::describe_decoded;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::validate::{
-    Cert, CertInfo, CheckPool, GnupgSearch, IndexSearch, IssuerSearch, Lookup, ScanSearch, TrustList, Validator,
+    Cert, CertInfo, CheckPool, GnupgSearch, IndexSearch, IssuerSearch, Lookup, ScanSearch, SearchError, TrustList,
+    Validator,
 };
 
 /// List and validate every certificate.
@@ -49,7 +50,7 @@ pub fn run<O: Opener + Clone>(
             drop(handle);
             let certs: Vec<Cert> = pending.iter().map(|(c, _)| c.clone()).collect();
             if let Err(e) = validator.prefetch(&certs, &mut index, pool) {
-                out.fatal = Some(ScanError::content(0, 0, e.to_string()));
+                out.fatal = Some(lookup_error(0, 0, e));
                 return Ok(out);
             }
             for (cert, listed) in pending {
@@ -96,9 +97,8 @@ fn index_pass<F: std::io::Read + std::io::Seek>(
                 ready.push(cert.clone());
             }
             for c in ready {
-                let found = validator
-                    .queue_check(&c, index, pool)
-                    .map_err(|e| ScanError::content(blob_index, cert.offset, e.to_string()))?;
+                let found =
+                    validator.queue_check(&c, index, pool).map_err(|e| lookup_error(blob_index, cert.offset, e))?;
                 if !found {
                     waiting.entry(c.issuer.clone()).or_default().push(c);
                 }
@@ -136,9 +136,7 @@ fn validate_one(
     cert: &Cert,
     mut listed: Listed,
 ) -> Result<Option<Listed>, ScanError> {
-    let v = validator
-        .validate(cert, search)
-        .map_err(|e| ScanError::content(listed.blob_index, listed.offset, e.to_string()))?;
+    let v = validator.validate(cert, search).map_err(|e| lookup_error(listed.blob_index, listed.offset, e))?;
     crate::telemetry::certificate_validated(v.is_good());
     listed.validation = Some(v);
     Ok(Some(listed))
@@ -176,7 +174,7 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
             }
         };
         let Some(cert) = Cert::from_blob(&blob, offset) else {
-            out.problems.push(ScanError::content(index, offset, "certificate does not decode"));
+            out.problems.push(ScanError::content(index, offset, ContentError::Certificate { reason: None }));
             continue;
         };
         let decoded = if blob.is_ephemeral() {
@@ -191,7 +189,7 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
             };
             Some((CertInfo::of(&x509), listed))
         } else {
-            out.problems.push(ScanError::content(index, offset, "certificate does not decode"));
+            out.problems.push(ScanError::content(index, offset, ContentError::Certificate { reason: None }));
             None
         };
         let is_listed = decoded.is_some();
@@ -206,5 +204,17 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
                 return;
             }
         }
+    }
+}
+
+/// A lookup's error, located: a blob the lookup could not read is
+/// reported as the listing would report it (its own index and offset);
+/// any other failure at the certificate being validated.
+fn lookup_error(index: u64, offset: u64, e: SearchError) -> ScanError {
+    match e {
+        SearchError::Blob { index, source } => {
+            ScanError { index, offset: source.offset(), kind: ScanErrorKind::Read(source) }
+        }
+        other => ScanError::content(index, offset, other),
     }
 }

@@ -5,8 +5,7 @@
 //! and offset before anything is handed out. Once a [`KeyBlob`] exists,
 //! every accessor is infallible: the tables were validated up front.
 //!
-//! Layout reference: GnuPG's `kbx/keybox-blob.c` (top comment) and
-//! `shared/reference/kbx-format.md` §1.
+//! Layout reference: the top comment of GnuPG's `kbx/keybox-blob.c`.
 
 use super::error::{ParseError, ParseErrorKind};
 
