@@ -56,6 +56,9 @@ fn dashboard_structure() {
     assert!(d["uid"].is_string());
     let vars = d["templating"]["list"].as_array().unwrap();
     assert!(vars.iter().any(|v| v["type"] == "datasource" && v["name"] == "datasource" && v["query"] == "prometheus"));
+    for name in ["job", "instance"] {
+        assert!(vars.iter().any(|v| v["name"] == name && v["type"] == "query"), "no ${name} variable");
+    }
     let text = serde_json::to_string(&d).unwrap();
     assert!(!text.contains("\"uid\":\"P"), "no hard-coded datasource uid");
     let panels = d["panels"].as_array().unwrap();
@@ -82,6 +85,8 @@ fn dashboard_structure() {
         kbxscope::telemetry::BUILD_INFO,
     ];
     for e in exprs(&d) {
+        let uses = e.matches("kbx_").count();
+        assert_eq!(e.matches("{job=~\"$job\",instance=~\"$instance\"").count(), uses, "one process only: {e}");
         let names = metric_names(&e);
         assert!(!names.is_empty(), "{e}");
         for n in names {
@@ -123,11 +128,42 @@ impl Drop for Killed {
     }
 }
 
+/// Every sample of an exposition, keyed by `name{labels}` as written.
+fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.rsplit_once(' ').map(|(k, v)| (k.to_string(), v.parse().unwrap())))
+        .collect()
+}
+
+/// A panel title, the labels of the series to check, the expected value.
+type Expected<'a> = (&'a str, Vec<(&'a str, &'a str)>, f64);
+
+/// A panel's query as a total: `rate(X[$__rate_interval])` becomes `X`, so
+/// a finished one-shot run has one exact value to compare.
+fn total_form(expr: &str) -> String {
+    let mut out = expr.to_string();
+    while let Some(start) = out.find("rate(") {
+        let end = out[start..].find("[$__rate_interval])").map(|e| start + e).unwrap();
+        out = format!("{}{}{}", &out[..start], &out[start + 5..end], &out[end + "[$__rate_interval])".len()..]);
+    }
+    out
+}
+
+/// The dashboard's queries, evaluated by a real Prometheus scraping a real
+/// kbxscope run, each compared with a value worked out from kbxscope's own
+/// exposition (scraped directly): events per scan of the size that ran,
+/// cumulative read sizes, the mean command time, and every panel's series
+/// as totals. `$job` and `$instance` pick the one process.
 fn every_dashboard_query_returns_data_from_a_real_prometheus() {
     let Some(prometheus) = tool("prometheus", "every_dashboard_query_returns_data_from_a_real_prometheus") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    // A sweep over two sizes: each size's events per scan must be its own.
+    let kbx = dir.path().join("k.kbx");
+    std::fs::copy(fixture("gnupg-deleted.kbx"), &kbx).unwrap();
+    std::fs::copy(fixture("gnupg-deleted.trustlist.txt"), dir.path().join("k.kbx.trustlist.txt")).unwrap();
     let (kbx_port, prom_port) = (free_port(), free_port());
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
@@ -145,46 +181,134 @@ fn every_dashboard_query_returns_data_from_a_real_prometheus() {
             .spawn()
             .unwrap(),
     );
-    let _kbx = Killed(
+    let mut kbx = Killed(
         bin()
             .args([
                 &format!("--metrics-listen=127.0.0.1:{kbx_port}"),
                 "--linger",
-                "60s",
-                "--kbx-buffer-size",
-                "16",
-                "list",
-                "--with-validation",
-                "--trustlist",
-                fixture("gnupg-deleted.trustlist.txt").to_str().unwrap(),
-                fixture("gnupg-deleted.kbx").to_str().unwrap(),
+                "120s",
+                "sweep",
+                kbx.to_str().unwrap(),
+                "--sizes",
+                "0,16",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
-    let queries: Vec<String> = exprs(&dashboard())
-        .into_iter()
-        .map(|e| e.replace("$__rate_interval", "10s").replace("$__interval", "2s").replace("$__range", "5m"))
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(45);
-    let mut missing = queries.clone();
-    while !missing.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1000));
-        missing.retain(|q| {
-            let body = http_get(prom_port, &format!("/api/v1/query?query={}", urlencode(q)));
-            let v: Option<Value> = body.and_then(|b| serde_json::from_str(&b).ok());
-            let ok = v.as_ref().is_some_and(|v| {
-                v["status"] == "success" && v["data"]["result"].as_array().is_some_and(|r| !r.is_empty())
-            });
-            if let Some(v) = &v {
-                assert_ne!(v["status"], "error", "Prometheus rejects {q}: {v}");
-            }
-            !ok
-        });
+    // The run is over when kbxscope says it lingers.
+    {
+        use std::io::BufRead;
+        let err = std::io::BufReader::new(kbx.0.stderr.take().unwrap());
+        let lingering = err.lines().map_while(Result::ok).any(|l| l.contains("more (Ctrl-C ends it)"));
+        assert!(lingering, "kbxscope ended before lingering");
     }
-    assert!(missing.is_empty(), "queries without data after 45 s: {missing:#?}");
+    let direct = samples(&http_get(kbx_port, "/metrics").expect("kbxscope's /metrics"));
+    let d = |k: &str| direct.get(k).copied().unwrap_or_else(|| panic!("no {k} in kbxscope's exposition"));
+    let per_scan = |size: &str| {
+        let events: f64 = ["open", "read", "seek", "close", "stat"]
+            .iter()
+            .map(|op| d(&format!("kbx_file_events_total{{op=\"{op}\",buffer_size=\"{size}\"}}")))
+            .sum();
+        let scans: f64 = direct
+            .iter()
+            .filter(|(k, _)| k.starts_with("kbx_keybox_scans_total{") && k.contains(&format!("buffer_size=\"{size}\"")))
+            .map(|(_, v)| v)
+            .sum();
+        assert!(scans > 0.0 && events / scans > 1.0, "{events} events, {scans} scans at {size}");
+        events / scans
+    };
+    let size = "buffer_size=\"16384\"";
+    let reads = d(&format!("kbx_file_events_total{{op=\"read\",{size}}}"));
+    let all_reads = reads + d("kbx_file_events_total{op=\"read\",buffer_size=\"8192\"}");
+    let command = "command=\"sweep\",buffer_size=\"sweep\"";
+    // (panel title, labels of the series to check, expected value)
+    let expected: Vec<Expected> = vec![
+        ("File events per second by operation", vec![("op", "read")], all_reads),
+        ("File events per keybox scan, by buffer size", vec![("buffer_size", "16384")], per_scan("16384")),
+        ("File events per keybox scan, by buffer size", vec![("buffer_size", "8192")], per_scan("8192")),
+        ("Bytes read per second", vec![("buffer_size", "16384")], d(&format!("kbx_file_read_bytes_total{{{size}}}"))),
+        (
+            "Logical reads vs read(2) calls",
+            vec![("buffer_size", "16384")],
+            d(&format!("kbx_logical_reads_total{{{size}}}")),
+        ),
+        ("Blobs read per second by type", vec![("type", "x509")], d("kbx_blobs_read_total{type=\"x509\"}")),
+        ("Certificates validated", vec![("result", "good")], d("kbx_certificates_validated_total{result=\"good\"}")),
+        ("read(2) calls returning at most N bytes (cumulative)", vec![("le", "+Inf")], all_reads),
+        (
+            "Command wall time",
+            vec![("command", "sweep")],
+            d(&format!("kbx_command_duration_seconds_sum{{{command}}}"))
+                / d(&format!("kbx_command_duration_seconds_count{{{command}}}")),
+        ),
+        (
+            "Keybox scans by lookup strategy",
+            vec![("lookup", "gnupg")],
+            d("kbx_keybox_scans_total{lookup=\"gnupg\",buffer_size=\"8192\"}")
+                + d(&format!("kbx_keybox_scans_total{{lookup=\"gnupg\",{size}}}")),
+        ),
+    ];
+    let dash = dashboard();
+    let instance = format!("127.0.0.1:{kbx_port}");
+    let query = |expr: &str| -> Option<Vec<Value>> {
+        let q = total_form(expr).replace("$job", "kbxscope").replace("$instance", &instance);
+        let body = http_get(prom_port, &format!("/api/v1/query?query={}", urlencode(&q)))?;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        assert_ne!(v["status"], "error", "Prometheus rejects {q}: {v}");
+        v["data"]["result"].as_array().filter(|r| !r.is_empty()).cloned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for panel in dash["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap();
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let wants: Vec<(&[(&str, &str)], f64)> = expected
+                .iter()
+                .filter(|(t, _, _)| *t == title)
+                .map(|(_, labels, want)| {
+                    // the second query of the logical-reads panel counts read(2) calls
+                    let w = if expr.contains("op=\"read\"") && title.starts_with("Logical") { reads } else { *want };
+                    (labels.as_slice(), w)
+                })
+                .collect();
+            let series = |r: &[Value], labels: &[(&str, &str)]| -> Option<f64> {
+                let s = r.iter().find(|s| labels.iter().all(|(k, v)| s["metric"][*k] == *v))?;
+                s["value"][1].as_str()?.parse().ok()
+            };
+            let close = |got: f64, want: f64| (got - want).abs() <= 1e-9 * want.abs();
+            // Prometheus scrapes every second: wait for the final values.
+            let result = loop {
+                let r = query(expr);
+                let settled = r
+                    .as_ref()
+                    .is_some_and(|r| wants.iter().all(|(labels, w)| series(r, labels).is_some_and(|v| close(v, *w))));
+                if settled || Instant::now() > deadline {
+                    break r;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            };
+            let result = result.unwrap_or_else(|| panic!("{title}: no data for {expr}"));
+            for (labels, w) in &wants {
+                let got = series(&result, labels).unwrap_or_else(|| panic!("{title}: no {labels:?} in {result:?}"));
+                assert!(close(got, *w), "{title}: {got} instead of {w} for {expr}");
+            }
+            match wants.first() {
+                Some(_) => {}
+                None => {
+                    // the latency quantiles: within the bucket range, p50 <= p99
+                    assert!(title.starts_with("read(2) latency"), "{title} has no expected value");
+                    let v: f64 = result[0]["value"][1].as_str().unwrap().parse().unwrap();
+                    assert!(v > 0.0 && v <= 1.0, "{title}: {v}");
+                }
+            }
+        }
+    }
 }
 
 crate::tests![

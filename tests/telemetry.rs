@@ -334,7 +334,6 @@ fn metrics_out_has_the_batch_job_gauges() {
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(text.lines().any(|l| l == "kbx_last_run_success 0"), "{text}");
     assert!(text.lines().any(|l| l.starts_with("kbx_last_run_timestamp_seconds 1")), "{text}");
-    assert!(text.contains("kbx_keybox_scans_total{lookup=\"index\"} 0"), "zeroed at start:\n{text}");
     assert!(text.contains("kbx_certificates_validated_total{result=\"good\"} 0"), "zeroed at start:\n{text}");
 }
 

@@ -145,7 +145,7 @@ fn search<F: std::io::Read + std::io::Seek>(
     image: &mut Vec<u8>,
     matches: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<Arc<Signer>>, ReadBlobError> {
-    crate::telemetry::scan_started(strategy);
+    crate::telemetry::scan_started(strategy, r.stats().buffer_size);
     loop {
         let offset = r.position();
         let span = crate::io::blob_reader::blob_span(offset);

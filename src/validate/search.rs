@@ -214,8 +214,9 @@ impl<O: Opener> GnupgSearch<O> {
     /// The validation handle, opened on first use, rewound (gpgsm's
     /// `keydb_search_reset` before each search).
     fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, SearchError> {
-        crate::telemetry::scan_started("gnupg");
-        self.handle.rewound()
+        let r = self.handle.rewound()?;
+        crate::telemetry::scan_started("gnupg", r.stats().buffer_size);
+        Ok(r)
     }
 
     /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
@@ -310,7 +311,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), SearchError> {
         for c in chain {
             let mut h = self.handle.opener.open()?;
-            crate::telemetry::scan_started("gnupg");
+            crate::telemetry::scan_started("gnupg", h.stats().buffer_size);
             scan_x509(&mut h, &mut self.image, true, |b, _| {
                 if b.key(0).fingerprint == c.fpr {
                     Step::Stop
@@ -339,7 +340,7 @@ impl<O: Opener> ScanSearch<O> {
     /// first ephemeral one; `to_end` keeps going and collects every match.
     fn pass(&mut self, to_end: bool, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Vec<Cert>, SearchError> {
         let r = self.handle.rewound()?;
-        crate::telemetry::scan_started("scan");
+        crate::telemetry::scan_started("scan", r.stats().buffer_size);
         let (mut normal, mut ephemeral) = (Vec::new(), Vec::new());
         scan_x509(r, &mut self.image, true, |b, off| {
             if !matches(b) {

@@ -168,7 +168,7 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
     /// Start a scan at the reader's position, which is taken to be blob 0
     /// (counted as a `sequential` pass in `kbx_keybox_scans_total`).
     pub fn new(reader: &'r mut BufferedReader<F>) -> Self {
-        crate::telemetry::scan_started("sequential");
+        crate::telemetry::scan_started("sequential", reader.stats().buffer_size);
         let pass = tracing::info_span!(target: "kbx::lookup", "pass", start = reader.position()).entered();
         Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0, keep: None, _pass: pass }
     }
