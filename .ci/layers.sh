@@ -11,13 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../src"
 
 declare -A allowed=(
-  [io]="kbx"
-  [telemetry]="io kbx"
+  [io]="kbx units"
+  [telemetry]="io kbx units"
   [validate]="io kbx telemetry"
   [sigs]="io kbx telemetry timefmt validate"
   [workload]="io kbx telemetry validate sigs timefmt"
-  [gen]="kbx timefmt"
-  [sweep]="io kbx telemetry validate sigs workload gen timefmt"
+  [gen]="kbx timefmt units"
+  [sweep]="io kbx telemetry validate sigs workload gen timefmt units"
 )
 status=0
 for dir in */; do

@@ -49,16 +49,18 @@ pub enum ScanErrorKind {
 /// Why a blob's keyblock or certificate could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ContentError {
-    /// The certificate does not decode; `reason` is the decoder's.
-    #[error("certificate does not decode{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    /// The certificate does not decode.
+    #[error("{}", reason.as_deref().unwrap_or("certificate does not decode"))]
     Certificate {
-        /// The decoder's one-line reason, when it gave one.
+        /// The decoder's one-line message (it says that the certificate
+        /// does not decode, and why), when it gave one.
         reason: Option<String>,
     },
-    /// The OpenPGP keyblock does not decode; `reason` is the decoder's.
-    #[error("keyblock does not decode: {reason}")]
+    /// The OpenPGP keyblock does not decode.
+    #[error("{reason}")]
     Keyblock {
-        /// The decoder's one-line reason.
+        /// The decoder's one-line message (it says that the keyblock does
+        /// not decode, and why).
         reason: String,
     },
     /// An issuer lookup made while validating the certificate failed.
