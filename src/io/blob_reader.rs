@@ -20,7 +20,7 @@
 use std::io::{self, Read, Seek};
 
 use super::buffered::BufferedReader;
-use crate::kbx::blob::{read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
+use crate::kbx::blob::{key_table_len, read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT, KEY_TABLE_OFFSET};
 
 /// A trace span for reading one blob (target `kbx::blob`).
 pub fn blob_span(offset: u64) -> tracing::Span {
@@ -113,8 +113,8 @@ impl ReadBlobError {
 }
 
 /// What to do with a blob's body once its type is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Take {
+#[derive(Clone, Copy)]
+pub enum Take<'a> {
     /// Read it into the caller's buffer ([`Next::Blob`]).
     Copy,
     /// Read it with exactly the system calls a copy would make, without
@@ -125,11 +125,16 @@ pub enum Take {
     /// `lseek(2)` when it reaches far beyond it ([`Next::Passed`]; see
     /// [`BufferedReader::pass_over`]).
     PassOver,
+    /// Read the blob's header and key table into the caller's buffer, show
+    /// them to the predicate, then copy the rest if it says yes
+    /// ([`Next::Blob`]) or consume it ([`Next::Passed`]): a search for a
+    /// key copies only the blob that has it, with the same system calls.
+    CopyIf(&'a dyn Fn(&[u8]) -> bool),
 }
 
-impl Take {
+impl Take<'_> {
     /// Copy every blob.
-    pub fn all(_: BlobType) -> Take {
+    pub fn all(_: BlobType) -> Take<'static> {
         Take::Copy
     }
 }
@@ -141,10 +146,10 @@ impl Take {
 ///
 /// # Errors
 /// [`ReadBlobError`] for truncated or malformed framing and system errors.
-pub fn read_blob<F: Read + Seek>(
+pub fn read_blob<'a, F: Read + Seek>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
-    policy: impl FnOnce(BlobType) -> Take,
+    policy: impl FnOnce(BlobType) -> Take<'a>,
 ) -> Result<Next, ReadBlobError> {
     let offset = r.position();
     let span = blob_span(offset);
@@ -165,7 +170,7 @@ pub fn read_blob<F: Read + Seek>(
     let take = if ty == BlobType::Empty || length > IMAGELEN_LIMIT { Take::PassOver } else { policy(ty) };
     // A blob that is skipped, not read, must still end inside the file:
     // GnuPG would seek past the end and call it the end of the keybox.
-    if take == Take::PassOver && offset.saturating_add(u64::from(length)) > r.limit() {
+    if matches!(take, Take::PassOver) && offset.saturating_add(u64::from(length)) > r.limit() {
         return Err(ReadBlobError::Truncated { offset, length, got: r.limit() - offset });
     }
     if ty == BlobType::Empty {
@@ -176,26 +181,55 @@ pub fn read_blob<F: Read + Seek>(
         r.skip(rest).map_err(io)?;
         return Ok(Next::TooLarge { offset, length });
     }
-    if take != Take::Copy {
-        // A passed-over blob ends inside the file as it was at open
-        // (checked above); a file cut short since then shows here.
-        let done = if take == Take::Consume { r.consume(rest) } else { r.pass_over(rest) }.map_err(io)?;
-        if done < rest {
-            return Err(ReadBlobError::Truncated { offset, length, got: BLOB_PREFIX_LEN as u64 + done });
-        }
-        if take == Take::Consume {
-            r.count_blob(ty);
-        }
-        return Ok(Next::Passed { offset, blob_type: ty });
-    }
+    let truncated = |got: usize| ReadBlobError::Truncated { offset, length, got: got as u64 };
     image.clear();
     image.extend_from_slice(&prefix);
-    image.resize(length as usize, 0);
-    let body = r.read(&mut image[BLOB_PREFIX_LEN..]).map_err(io)?;
-    if (body as u64) < rest {
-        return Err(ReadBlobError::Truncated { offset, length, got: (BLOB_PREFIX_LEN + body) as u64 });
+    match take {
+        Take::Consume | Take::PassOver => {
+            // A passed-over blob ends inside the file as it was at open
+            // (checked above); a file cut short since then shows here.
+            let consume = matches!(take, Take::Consume);
+            let done = if consume { r.consume(rest) } else { r.pass_over(rest) }.map_err(io)?;
+            if done < rest {
+                return Err(ReadBlobError::Truncated { offset, length, got: BLOB_PREFIX_LEN as u64 + done });
+            }
+            if consume {
+                r.count_blob(ty);
+            }
+            return Ok(Next::Passed { offset, blob_type: ty });
+        }
+        Take::CopyIf(wanted) => {
+            // The header up to the key table, then the key table.
+            let head = (rest as usize).min(KEY_TABLE_OFFSET - BLOB_PREFIX_LEN);
+            image.resize(BLOB_PREFIX_LEN + head, 0);
+            let got = r.read(&mut image[BLOB_PREFIX_LEN..]).map_err(io)?;
+            if got < head {
+                return Err(truncated(BLOB_PREFIX_LEN + got));
+            }
+            let table = key_table_len(image).min(rest as usize - head);
+            image.resize(BLOB_PREFIX_LEN + head + table, 0);
+            let got = r.read(&mut image[BLOB_PREFIX_LEN + head..]).map_err(io)?;
+            if got < table {
+                return Err(truncated(BLOB_PREFIX_LEN + head + got));
+            }
+            r.count_blob(ty);
+            if !wanted(image) {
+                let left = rest - (head + table) as u64;
+                let done = r.consume(left).map_err(io)?;
+                if done < left {
+                    return Err(truncated(image.len() + done as usize));
+                }
+                return Ok(Next::Passed { offset, blob_type: ty });
+            }
+        }
+        Take::Copy => r.count_blob(ty),
     }
-    r.count_blob(ty);
+    let start = image.len();
+    image.resize(length as usize, 0);
+    let body = r.read(&mut image[start..]).map_err(io)?;
+    if start + body < length as usize {
+        return Err(truncated(start + body));
+    }
     Ok(Next::Blob { offset })
 }
 
@@ -212,7 +246,7 @@ mod tests {
         b
     }
 
-    fn only_x509(ty: BlobType) -> Take {
+    fn only_x509(ty: BlobType) -> Take<'static> {
         if ty == BlobType::X509 {
             Take::Copy
         } else {
@@ -297,6 +331,41 @@ mod tests {
             let e = read_blob(&mut r, &mut img, only_x509).unwrap_err();
             assert!(matches!(e, ReadBlobError::Truncated { offset: 100, length: 1000, got: 600 }), "{size}: {e:?}");
         }
+    }
+
+    /// `CopyIf` shows the header and key table, copies only the wanted
+    /// blob and makes exactly the system calls of copying every blob.
+    #[test]
+    fn copy_if_copies_only_what_the_key_table_wants() {
+        let mut key = blob(300, 2);
+        key[16..20].copy_from_slice(&[0, 1, 0, 28]); // one key-table entry of 28 bytes
+        let mut other = key.clone();
+        key[20] = 0x42;
+        other[20] = 0x17;
+        let file = [blob(32, 1), other.clone(), key.clone(), blob(100, 3)].concat();
+        let mut img = Vec::new();
+        let mut all = reader(file.clone());
+        while read_blob(&mut all, &mut img, Take::all).unwrap() != Next::Eof {}
+        let seen = std::cell::RefCell::new(Vec::new());
+        let wanted = |head: &[u8]| {
+            seen.borrow_mut().push(head.len());
+            head[20] == 0x42
+        };
+        let mut r = reader(file);
+        let policy = |ty| if ty == BlobType::OpenPgp { Take::CopyIf(&wanted) } else { Take::Consume };
+        let header = Next::Passed { offset: 0, blob_type: BlobType::Header };
+        assert_eq!(read_blob(&mut r, &mut img, policy).unwrap(), header);
+        let other_at = Next::Passed { offset: 32, blob_type: BlobType::OpenPgp };
+        assert_eq!(read_blob(&mut r, &mut img, policy).unwrap(), other_at);
+        assert_eq!(read_blob(&mut r, &mut img, policy).unwrap(), Next::Blob { offset: 332 });
+        assert_eq!(img, key);
+        assert_eq!(
+            read_blob(&mut r, &mut img, policy).unwrap(),
+            Next::Passed { offset: 632, blob_type: BlobType::X509 }
+        );
+        assert_eq!(read_blob(&mut r, &mut img, policy).unwrap(), Next::Eof);
+        assert_eq!(*seen.borrow(), [48, 48], "header and one 28-byte entry, for each OpenPGP blob");
+        assert_eq!(r.stats().events, all.stats().events);
     }
 
     #[test]

@@ -64,7 +64,7 @@ use std::sync::Arc;
 
 use super::keyblock::Keyblock;
 use crate::io::{read_blob, BufferedReader, Next, OpenError, Opener, ReadBlobError, Take};
-use crate::kbx::blob::{read_prefix, BLOB_PREFIX_LEN, IMAGELEN_LIMIT};
+use crate::kbx::blob::KEY_TABLE_OFFSET;
 use crate::kbx::search::derived_key_id;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 
@@ -146,83 +146,24 @@ fn search<F: std::io::Read + std::io::Seek>(
     matches: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<Arc<Signer>>, ReadBlobError> {
     crate::telemetry::scan_started(strategy, r.stats().buffer_size);
+    // A blob is copied only when its key table has a wanted fingerprint
+    // and it is not ephemeral (flags bit 1).
+    let wanted = |head: &[u8]| {
+        let ephemeral = head.get(6..8).is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & 2 != 0);
+        !ephemeral && fingerprints(head).any(&matches)
+    };
+    let policy = |ty| if ty == BlobType::OpenPgp { Take::CopyIf(&wanted) } else { Take::Consume };
     loop {
-        let offset = r.position();
-        let span = crate::io::blob_reader::blob_span(offset);
-        let _in = span.enter();
-        let io = |source| ReadBlobError::Io { offset, source };
-        let mut prefix = [0u8; BLOB_PREFIX_LEN];
-        let got = r.read(&mut prefix).map_err(io)?;
-        if got == 0 {
-            return Ok(None);
-        }
-        let Some((length, ty)) = read_prefix(&prefix[..got]) else {
-            return Err(ReadBlobError::TruncatedPrefix { offset, got });
-        };
-        if (length as usize) < BLOB_PREFIX_LEN {
-            return Err(ReadBlobError::LengthTooShort { offset, length });
-        }
-        let rest = u64::from(length) - BLOB_PREFIX_LEN as u64;
-        let truncated = |got: u64| ReadBlobError::Truncated { offset, length, got };
-        if ty == BlobType::Empty || length > IMAGELEN_LIMIT {
-            if offset.saturating_add(u64::from(length)) > r.limit() {
-                return Err(truncated(r.limit() - offset));
-            }
-            r.skip(rest).map_err(io)?;
-            continue;
-        }
-        r.count_blob(ty);
-        // The blob header up to the key table: flags, data offset and
-        // length, key count and entry size (20 bytes in all).
-        image.clear();
-        image.extend_from_slice(&prefix);
-        let mut head = (rest as usize).min(KEY_TABLE_OFFSET - BLOB_PREFIX_LEN);
-        if ty == BlobType::OpenPgp {
-            image.resize(BLOB_PREFIX_LEN + head, 0);
-            if r.read(&mut image[BLOB_PREFIX_LEN..]).map_err(io)? < head {
-                return Err(truncated((BLOB_PREFIX_LEN + head) as u64));
-            }
-            let table = key_table_len(image).min(rest as usize - head);
-            image.resize(BLOB_PREFIX_LEN + head + table, 0);
-            if r.read(&mut image[BLOB_PREFIX_LEN + head..]).map_err(io)? < table {
-                return Err(truncated(image.len() as u64));
-            }
-            head += table;
-            let ephemeral = u16::from_be_bytes([image[6], image[7]]) & 2 != 0;
-            if !ephemeral && fingerprints(image).any(&matches) {
-                image.resize(length as usize, 0);
-                let body = r.read(&mut image[BLOB_PREFIX_LEN + head..]).map_err(io)?;
-                if (body as u64) < rest - head as u64 {
-                    return Err(truncated((BLOB_PREFIX_LEN + head + body) as u64));
-                }
+        match read_blob(r, image, policy)? {
+            Next::Eof => return Ok(None),
+            Next::Blob { .. } => {
                 if let Ok(Blob::Key(blob)) = parse_blob(image) {
                     return Ok(Some(Arc::new(Signer::from_blob(&blob))));
                 }
-                continue;
             }
-        } else {
-            head = 0;
-        }
-        let left = rest - head as u64;
-        let consumed = r.consume(left).map_err(io)?;
-        if consumed < left {
-            return Err(truncated(BLOB_PREFIX_LEN as u64 + head as u64 + consumed));
+            Next::Deleted { .. } | Next::TooLarge { .. } | Next::Passed { .. } => {}
         }
     }
-}
-
-/// Where the key table starts in a blob.
-const KEY_TABLE_OFFSET: usize = 20;
-
-/// Bytes of the key table a blob header announces (0 if it is too short
-/// to say).
-fn key_table_len(head: &[u8]) -> usize {
-    if head.len() < KEY_TABLE_OFFSET {
-        return 0;
-    }
-    let keys = usize::from(u16::from_be_bytes([head[16], head[17]]));
-    let size = usize::from(u16::from_be_bytes([head[18], head[19]]));
-    keys * size
 }
 
 /// The fingerprints of a blob's key table (`head` holds the blob up to the

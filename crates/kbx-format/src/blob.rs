@@ -17,6 +17,19 @@ pub const IMAGELEN_LIMIT: u32 = 5 * 1024 * 1024;
 pub const HEADER_BLOB_LEN: usize = 32;
 /// Offset of the key table in a key blob.
 pub const KEY_TABLE_OFFSET: usize = 20;
+
+/// Bytes of the key table a key blob's header announces (keys × entry
+/// size), given at least the blob's first [`KEY_TABLE_OFFSET`] bytes; 0
+/// when `head` is too short to say. Not checked against the blob's
+/// length: callers cap it.
+pub fn key_table_len(head: &[u8]) -> usize {
+    if head.len() < KEY_TABLE_OFFSET {
+        return 0;
+    }
+    let keys = usize::from(u16::from_be_bytes([head[16], head[17]]));
+    let size = usize::from(u16::from_be_bytes([head[18], head[19]]));
+    keys * size
+}
 /// Blob flag bit: secret key material (never set by GnuPG).
 pub const BLOB_FLAG_SECRET: u16 = 1;
 /// Blob flag bit: ephemeral (imported only for a validation, not "really" there).
