@@ -102,8 +102,6 @@ pub(crate) struct Parts<F> {
     pub(crate) stats: IoStats,
     pub(crate) reporter: Option<Reporter>,
     pub(crate) trace: bool,
-    /// The buffer, for the next handle of the same size.
-    pub(crate) buf: Box<[u8]>,
 }
 
 impl<F: Read + Seek> BufferedReader<F> {
@@ -165,7 +163,7 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// Unwrap into the file, the counters, the reporter and the buffer.
     pub(crate) fn into_parts(self) -> Parts<F> {
         let Counted { inner, stats, reporter, trace, .. } = self.file;
-        Parts { inner, stats, reporter, trace, buf: self.buf }
+        Parts { inner, stats, reporter, trace }
     }
 
     /// Refill the empty buffer with one `read(2)` of its whole capacity;

@@ -58,8 +58,6 @@ impl std::fmt::Debug for IoTally {
 #[derive(Debug)]
 struct Shared {
     total: IoStats,
-    /// Buffers of closed handles, ready for reuse.
-    free: Vec<Box<[u8]>>,
 }
 
 /// What identifies the file a handle opened: device, inode, size and
@@ -156,12 +154,7 @@ impl IoTally {
     /// A zeroed tally whose handles report to `observer` (or to nobody).
     pub fn with_observer(buffer_size: BufferSize, observer: Option<Arc<dyn IoObserver>>) -> Self {
         let total = IoStats::new(buffer_size.bytes() as u64);
-        Self {
-            buffer_size,
-            shared: Rc::new(RefCell::new(Shared { total, free: Vec::new() })),
-            observer,
-            watch: Rc::default(),
-        }
+        Self { buffer_size, shared: Rc::new(RefCell::new(Shared { total })), observer, watch: Rc::default() }
     }
 
     /// A zeroed tally for another buffer size that compares the files its
@@ -203,9 +196,11 @@ impl IoTally {
         }
     }
 
-    /// A buffer for a new handle: a closed handle's, else a new one.
-    fn take_buffer(&self) -> Box<[u8]> {
-        self.shared.borrow_mut().free.pop().unwrap_or_else(|| vec![0u8; self.buffer_size.bytes()].into_boxed_slice())
+    /// A new buffer for a new handle. (Handing closed handles' buffers on
+    /// was tried: at 512 KiB it made every read(2) into a reused buffer
+    /// about four times dearer in system time, so each handle gets its own.)
+    fn new_buffer(&self) -> Box<[u8]> {
+        vec![0u8; self.buffer_size.bytes()].into_boxed_slice()
     }
 
     /// A handle closed: add its counters, report the rest of them.
@@ -329,7 +324,7 @@ impl KeyboxFile {
         };
         tally.watch.borrow_mut().observe(identity);
         let reader =
-            BufferedReader::from_parts(file, tally.take_buffer(), stats, reporter, trace).with_limit(identity.len);
+            BufferedReader::from_parts(file, tally.new_buffer(), stats, reporter, trace).with_limit(identity.len);
         Ok(Self { reader: Some(reader), tally: tally.clone() })
     }
 
@@ -358,7 +353,6 @@ impl Drop for KeyboxFile {
         if let Some(reader) = self.reader.take() {
             let mut parts = reader.into_parts();
             timed_close(parts.inner, &mut parts.stats, parts.trace);
-            self.tally.shared.borrow_mut().free.push(parts.buf);
             self.tally.settle(&parts.stats, parts.reporter);
         }
     }
