@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
@@ -31,20 +31,6 @@ pub struct GpgRunner {
     has_buffer_option: bool,
 }
 
-fn find(name: &str, given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = given {
-        return Ok(p.to_path_buf());
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()))
-        .ok_or_else(|| {
-            anyhow!(
-                "--with-gpg needs '{name}', which is not installed (Debian: apt-get install {})",
-                if name == "strace" { "strace" } else { "gpg" }
-            )
-        })
-}
-
 impl GpgRunner {
     /// Prepare a home (gpg makes its trustdb there first) and read the
     /// keybox through the instrumented layer, on a tally of its own.
@@ -52,8 +38,8 @@ impl GpgRunner {
     /// # Errors
     /// gpg or strace missing, or the keybox cannot be read.
     pub fn new(gpg: Option<&Path>, keybox: &Path, mode: Mode) -> Result<Self> {
-        let gpg = find("gpg", gpg)?;
-        let strace = find("strace", None)?;
+        let gpg = super::tools::find("--with-gpg", "gpg", gpg)?;
+        let strace = super::tools::find("--with-gpg", "strace", None)?;
         let home = tempfile::Builder::new().prefix("kbxscope-gpg-").tempdir()?;
         let mut f = KeyboxFile::open(keybox, &IoTally::new(BufferSize::default()))?;
         let mut bytes = Vec::new();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
@@ -28,20 +28,6 @@ pub struct GpgsmRunner {
     pub has_buffer_option: bool,
 }
 
-fn find(name: &str, given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = given {
-        return Ok(p.to_path_buf());
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()))
-        .ok_or_else(|| {
-            anyhow!(
-                "--with-gpgsm needs '{name}', which is not installed (Debian: apt-get install {})",
-                if name == "strace" { "strace" } else { "gpgsm" }
-            )
-        })
-}
-
 impl GpgsmRunner {
     /// Prepare a home with the keybox (read through the instrumented layer,
     /// on a tally of its own) and the trustlist.
@@ -49,8 +35,8 @@ impl GpgsmRunner {
     /// # Errors
     /// gpgsm or strace missing, or the files cannot be copied.
     pub fn new(gpgsm: Option<&Path>, keybox: &Path, trustlist: Option<&Path>) -> Result<Self> {
-        let gpgsm = find("gpgsm", gpgsm)?;
-        let strace = find("strace", None)?;
+        let gpgsm = super::tools::find("--with-gpgsm", "gpgsm", gpgsm)?;
+        let strace = super::tools::find("--with-gpgsm", "strace", None)?;
         let home = tempfile::Builder::new().prefix("kbxscope-gpgsm-").tempdir()?;
         let mut f = KeyboxFile::open(keybox, &IoTally::new(BufferSize::default()))?;
         let mut bytes = Vec::new();

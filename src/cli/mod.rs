@@ -11,6 +11,7 @@ mod sigs;
 pub mod sweep;
 pub mod telemetry;
 pub mod textfile;
+mod tools;
 pub mod trace;
 
 use std::io::{self, Write};
