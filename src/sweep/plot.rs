@@ -270,7 +270,6 @@ mod tests {
         let g = Some(GpgsmRow { events: 1200, time_s: 2.0 });
         let rows = vec![row("0", 8192, 1000, 1.0, g), row("64", 65536, 130, 0.5, None), row("0B", 0, 9000, 3.0, None)];
         let svg = String::from_utf8(svg(&sweep(rows)).unwrap()).unwrap();
-        std::fs::write(std::env::temp_dir().join("kbxscope-plot-test.svg"), &svg).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         assert!(svg.trim_end().ends_with("</svg>"));
         for text in [
