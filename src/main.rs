@@ -24,7 +24,8 @@ fn usage_exit(e: &clap::Error) -> ! {
 }
 
 fn main() -> ExitCode {
-    let args = cli::args::Cli::try_parse().unwrap_or_else(|e| usage_exit(&e));
+    let argv = cli::args::join_optional_values(std::env::args_os());
+    let args = cli::args::Cli::try_parse_from(argv).unwrap_or_else(|e| usage_exit(&e));
     if let Err(usage) = args.check() {
         usage_exit(&usage);
     }

@@ -157,7 +157,8 @@ fn the_keybox_is_only_ever_read() {
     every.push(["sweep", k, "--sizes", "0,64", "--runs", "1", "--warmup", "0"].map(String::from).to_vec());
     every.push(["sweep", k, "--workload", "stats", "--sizes", "unbuffered", "--runs", "1"].map(String::from).to_vec());
     for cmd in every {
-        let (trace, _) = traced(&strace, dir.path(), &[vec!["--io-summary=json".to_string()], cmd.clone()].concat());
+        let (trace, o) = traced_output(&strace, dir.path(), &cmd);
+        assert!(o.status.success(), "{cmd:?}: {}", crate::common::stderr(&o));
         let mut seen = parse_trace(&trace, &path);
         // Reading the trustlist beside the keybox is allowed; only reading.
         let writes = ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC"];

@@ -4,11 +4,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::common::{bin, fixture, run, stderr, tool};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use crate::common::{bin, fixture, free_port, run, samples, stderr, tool, Killed};
 
 fn metrics_out_is_a_valid_exposition() {
     let dir = tempfile::tempdir().unwrap();
@@ -121,17 +117,6 @@ fn metrics_listen_serves_the_final_values_while_lingering() {
     assert!(body.contains("kbx_file_events_total{op=\"read\",buffer_size=\"65536\"} 11"), "{body}");
 }
 
-/// Every sample of an exposition, keyed by `name{labels}`.
-fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad line {l:?}"));
-            (series.to_string(), value.parse().unwrap_or_else(|_| panic!("bad value in {l:?}")))
-        })
-        .collect()
-}
-
 /// One scrape's file-event families agree with themselves: for every op
 /// and size, the duration histogram's `_count` and `+Inf` bucket equal the
 /// counter and its buckets never fall; the read-size histogram counts
@@ -236,16 +221,6 @@ fn no_sample_is_lost_under_concurrent_scrapes() {
                 assert_eq!(s.get(&series).copied(), Some(want as f64), "round {round}: {series}");
             }
         }
-    }
-}
-
-/// A child process killed when the test ends, however it ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

@@ -18,6 +18,7 @@ mod gnupg_live;
 mod gpg_live;
 mod one_line_errors;
 mod openpgp_wild;
+mod rules;
 mod strace;
 mod sweep;
 mod telemetry;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         gpg_live::TESTS,
         one_line_errors::TESTS,
         openpgp_wild::TESTS,
+        rules::TESTS,
         strace::TESTS,
         sweep::TESTS,
         telemetry::TESTS,

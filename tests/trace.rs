@@ -1,11 +1,13 @@
 //! `--trace-out`: Chrome traces that Perfetto and chrome://tracing accept.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{fixture, io_summary, run, stderr};
+use crate::common::{bin, fixture, io_summary, run, stderr};
 
 /// Parse a trace and check its structure: phases, and per thread B/E
 /// pairs nested LIFO with non-decreasing timestamps. Returns the events.
@@ -70,9 +72,22 @@ fn event_spans_equal_the_io_summary() {
         let total = io_summary(&o)["events"]["total"].as_u64().unwrap() as usize;
         assert_eq!(count(&events, "B", "kbx::event"), total, "{full:?}");
         assert_eq!(count(&events, "B", "kbx::command"), 1);
-        let read = events.iter().find(|e| e["ph"] == "B" && e["name"] == "read").unwrap();
-        assert_eq!(read["args"]["op"], "read");
-        assert_eq!(read["args"]["buffer_size"], "8192");
+        let reads: Vec<&Value> = events.iter().filter(|e| e["ph"] == "B" && e["name"] == "read").collect();
+        assert_eq!(reads[0]["args"]["op"], "read");
+        assert_eq!(reads[0]["args"]["buffer_size"], 8192, "numbers are numbers");
+        assert!(reads.iter().all(|r| r["args"]["offset"].is_u64()), "every read has its offset");
+        // The bytes each read returned (recorded at its end), summed.
+        let returned: u64 = events
+            .iter()
+            .filter(|e| e["ph"] == "E" && e["name"] == "read")
+            .map(|e| e["args"]["bytes"].as_u64().expect("bytes on every read"))
+            .sum();
+        assert_eq!(returned, io_summary(&o)["bytes_read"].as_u64().unwrap());
+        let command = events.iter().find(|e| e["ph"] == "B" && e["cat"] == "kbx::command").unwrap();
+        assert!(matches!(command["args"]["name"].as_str(), Some("stats" | "validate")), "{command}");
+        let process = events.iter().find(|e| e["ph"] == "M" && e["name"] == "process_name").expect("process named");
+        assert!(process["args"]["name"].as_str().unwrap().starts_with("kbxscope "));
+        assert!(events.iter().any(|e| e["name"] == "thread_name" && e["args"]["name"] == "main"));
     }
 }
 
@@ -88,17 +103,38 @@ fn trace_levels_and_the_cap() {
         check_trace(&trace)
     };
     let default = trace_with(&[]);
-    // 45 blobs, and the read that finds the end of the file
-    assert_eq!(count(&default, "B", "kbx::blob"), 46);
+    // 45 blobs; the read that finds the end of the file is the pass's
+    assert_eq!(count(&default, "B", "kbx::blob"), 45);
     assert_eq!(count(&default, "B", "kbx::event"), 0, "default level is blob");
     let lookup = trace_with(&["--trace-level", "lookup"]);
     assert_eq!(count(&lookup, "B", "kbx::blob"), 0);
     assert_eq!(count(&lookup, "B", "kbx::lookup"), 1);
+    let capped = |events: &[Value]| {
+        ["kbx::lookup", "kbx::blob", "kbx::event"].iter().map(|c| count(events, "B", c)).sum::<usize>()
+    };
+    let whole = capped(&trace_with(&["--trace-level", "event"]));
     let cut = trace_with(&["--trace-level", "event", "--trace-max-events", "10"]);
-    assert_eq!(count(&cut, "B", "kbx::blob") + count(&cut, "B", "kbx::event"), 10);
-    let note = cut.iter().find(|e| e["ph"] == "i").expect("the cut is noted");
-    assert!(note["args"]["message"].as_str().unwrap().contains("trace cut: --trace-max-events 10 reached"), "{note}");
-    assert_eq!(note["args"]["spans_dropped"], "50");
+    assert_eq!(capped(&cut), 10);
+    // The cut is a span on the notes track, from where the spans stop to
+    // the end, saying what happened and how much was left out.
+    let notes: Vec<&Value> = cut.iter().filter(|e| e["cat"] == "kbx::trace").collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0]["name"].as_str().unwrap().contains("trace cut here: --trace-max-events 10 reached"),
+        "{}",
+        notes[0]
+    );
+    assert_eq!(notes[1]["args"]["spans_dropped"], (whole - 10) as u64);
+    let last_kept = cut
+        .iter()
+        .filter(|e| e["ph"] == "B" && e["cat"] != "kbx::command" && e["cat"] != "kbx::trace")
+        .map(|e| e["ts"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let end = cut.iter().filter(|e| e["cat"] == "kbx::command").map(|e| e["ts"].as_f64().unwrap()).fold(0.0, f64::max);
+    let at = notes[0]["ts"].as_f64().unwrap();
+    assert!(last_kept <= at && at < end, "the cut is where spans stop: {last_kept} <= {at} < {end}");
+    let tracks: Vec<&Value> = cut.iter().filter(|e| e["name"] == "thread_name").collect();
+    assert!(tracks.iter().any(|t| t["tid"] == notes[0]["tid"] && t["args"]["name"] == "kbxscope notes"));
 }
 
 fn a_failing_command_still_leaves_a_valid_trace() {
@@ -109,12 +145,188 @@ fn a_failing_command_still_leaves_a_valid_trace() {
     let trace = dir.path().join("t.json");
     let o = run(["--trace-out", trace.to_str().unwrap(), "stats", cut.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    check_trace(&trace);
+    let events = check_trace(&trace);
+    let failed = events.iter().find(|e| e["ph"] == "B" && e["name"] == "failed").expect("a failure marker");
+    assert!(failed["args"]["error"].as_str().unwrap().contains("cut.kbx"), "{failed}");
+    // A failed open says why.
+    let missing = dir.path().join("missing.kbx");
+    let o = run(["--trace-out", trace.to_str().unwrap(), "--trace-level", "event", "stats", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let events = check_trace(&trace);
+    let open = events.iter().find(|e| e["ph"] == "E" && e["name"] == "open").expect("the open is traced");
+    assert!(open["args"]["error"].as_str().unwrap().contains("No such file"), "{open}");
+    assert!(events.iter().any(|e| e["name"] == "failed"));
     let nowhere = dir.path().join("no/dir/t.json");
     let o = run(["--trace-out", nowhere.to_str().unwrap(), "stats", cut.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches("No such file").count(), 1, "the reason once: {}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
 
-crate::tests![event_spans_equal_the_io_summary, trace_levels_and_the_cap, a_failing_command_still_leaves_a_valid_trace];
+/// A sweep: one span per buffer size and per run (warm-up runs named as
+/// such), inside a command span labelled as a sweep.
+fn sweeps_have_a_span_per_size_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let kbx = fixture("gnupg-mixed.kbx");
+    let o = run([
+        "--trace-out",
+        trace.to_str().unwrap(),
+        "--trace-level",
+        "command",
+        "sweep",
+        kbx.to_str().unwrap(),
+        "--workload",
+        "stats",
+        "--sizes",
+        "8,16",
+        "--runs",
+        "2",
+        "--warmup",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let events = check_trace(&trace);
+    let begun = |name: &str| -> Vec<&Value> { events.iter().filter(|e| e["ph"] == "B" && e["name"] == name).collect() };
+    assert_eq!(begun("command")[0]["args"]["buffer_size"], "sweep");
+    let sizes: Vec<u64> = begun("size").iter().map(|e| e["args"]["buffer_size"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [8192, 16384]);
+    let runs: Vec<(u64, u64)> =
+        begun("run").iter().map(|e| (e["args"]["run"].as_u64().unwrap(), e["args"]["of"].as_u64().unwrap())).collect();
+    assert_eq!(runs, [(1, 2), (2, 2), (1, 2), (2, 2)]);
+    assert_eq!(begun("warmup").len(), 2);
+    let o = run(["--io-summary=json", "sweep", kbx.to_str().unwrap(), "--sizes", "8"]);
+    assert_eq!(o.status.code(), Some(2), "one summary cannot describe several sizes: {}", stderr(&o));
+}
+
+/// The `--lookup index` validation's signature checks run on named worker
+/// threads, each its own track.
+fn worker_threads_are_named_tracks() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let o = run([
+        "--trace-out",
+        trace.to_str().unwrap(),
+        "--trace-level",
+        "lookup",
+        "list",
+        "--with-validation",
+        "--lookup",
+        "index",
+        "--trustlist",
+        fixture("gnupg-mixed.trustlist.txt").to_str().unwrap(),
+        fixture("gnupg-mixed.kbx").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let events = check_trace(&trace);
+    let checks = events.iter().filter(|e| e["ph"] == "B" && e["name"] == "check_signature").count();
+    assert!(checks > 0, "signature checks are traced");
+    // Every track is named: the main thread, the workers, the notes. (How
+    // many checks a worker gets depends on the machine: the main thread
+    // works the queue too when it is done reading.)
+    let names: HashMap<u64, &str> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap()))
+        .collect();
+    let mut on_workers = 0;
+    for e in events.iter().filter(|e| e["ph"] == "B") {
+        let name = names.get(&e["tid"].as_u64().unwrap()).copied().unwrap_or_else(|| panic!("unnamed track: {e}"));
+        assert!(name == "main" || name.starts_with("sigcheck-"), "{name}");
+        if name.starts_with("sigcheck-") {
+            assert_eq!(e["name"], "check_signature");
+            on_workers += 1;
+        }
+    }
+    eprintln!("{checks} signature checks, {on_workers} on worker threads");
+}
+
+/// Wait until the child prints a line containing `text` on stderr.
+fn wait_for_line(child: &mut std::process::Child, text: &str) -> BufReader<std::process::ChildStderr> {
+    let mut lines = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while lines.read_line(&mut line).unwrap() > 0 {
+        if line.contains(text) {
+            return lines;
+        }
+        line.clear();
+    }
+    panic!("kbxscope ended without printing {text:?}");
+}
+
+/// Ctrl-C during the first-use generation of the built-in keybox: the
+/// trace is finished (the generation span closed where the signal came,
+/// the interruption marked), nothing else is left behind, exit 130. SIGTERM
+/// while `gen` writes its output: its temporary file is removed, exit 143.
+fn signals_finish_the_trace_and_leave_nothing_behind() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let mut child = bin()
+        .env("KBXSCOPE_CACHE_DIR", cache.path())
+        .args(["--trace-out", trace.to_str().unwrap(), "stats"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _rest = wait_for_line(&mut child, "generating the built-in default keybox");
+    assert_eq!(unsafe_kill(child.id(), libc::SIGINT), 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let events = check_trace(&trace);
+    let generate = events.iter().find(|e| e["ph"] == "E" && e["name"] == "generate").expect("the generation span");
+    assert_eq!(generate["args"]["interrupted"], "SIGINT");
+    assert!(events.iter().any(|e| e["name"] == "interrupted by SIGINT"));
+    let left = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    };
+    assert_eq!(left(dir.path()), ["t.json"]);
+    assert!(left(cache.path()).iter().all(|n| !n.contains(".tmp")), "{:?}", left(cache.path()));
+
+    // SIGTERM while gen's temporary file exists (a few tries: gen may
+    // finish between the check and the signal).
+    let mut landed = 0;
+    for round in 0..5 {
+        let out = dir.path().join(format!("g{round}.kbx"));
+        let mut child = bin()
+            .args(["gen", out.to_str().unwrap(), "--preset", "small"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let prefix = format!(".g{round}.kbx.");
+        while child.try_wait().unwrap().is_none() {
+            if left(dir.path()).iter().any(|n| n.starts_with(&prefix)) {
+                assert_eq!(unsafe_kill(child.id(), libc::SIGTERM), 0);
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let status = child.wait().unwrap();
+        landed += usize::from(status.code() == Some(143));
+        assert!(left(dir.path()).iter().all(|n| !n.ends_with(".tmp")), "left behind: {:?}", left(dir.path()));
+        if landed > 0 {
+            break;
+        }
+    }
+    assert!(landed > 0, "no SIGTERM landed while gen wrote");
+}
+
+fn unsafe_kill(pid: u32, signal: i32) -> i32 {
+    // SAFETY: kill(2) with a child's pid and a signal number: no memory is
+    // shared, the worst case is an error code.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid as i32, signal)
+    }
+}
+
+crate::tests![
+    event_spans_equal_the_io_summary,
+    trace_levels_and_the_cap,
+    a_failing_command_still_leaves_a_valid_trace,
+    sweeps_have_a_span_per_size_and_run,
+    worker_threads_are_named_tracks,
+    signals_finish_the_trace_and_leave_nothing_behind,
+];

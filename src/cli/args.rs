@@ -67,6 +67,39 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command line with `--metrics-listen ADDR` and `--io-summary FORMAT`
+/// (a space instead of `=`) joined into `--metrics-listen=ADDR`: their value
+/// is optional, so clap alone would take ADDR for a subcommand. The next
+/// word is joined only when it is a valid value for the option (an
+/// address, `text`/`json`), so `--metrics-listen list …` keeps its meaning.
+pub fn join_optional_values(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
+        let joins = |next: &str| match arg.to_str() {
+            Some("--metrics-listen") => super::telemetry::parse_listen(next).is_ok(),
+            Some("--io-summary") => SummaryFormat::from_str(next, false).is_ok(),
+            _ => false,
+        };
+        match args.peek().and_then(|n| n.to_str()).filter(|n| joins(n)) {
+            Some(next) => {
+                let mut joined = arg.clone();
+                joined.push("=");
+                joined.push(next);
+                out.push(joined);
+                args.next();
+            }
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
 /// Format of `--io-summary`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SummaryFormat {
@@ -281,6 +314,13 @@ impl Cli {
                     "only one of --export-json, --export-csv, --export-markdown and --plot can write to stdout ('-')";
                 return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut Cli::command()));
             }
+            if self.io_summary.is_some() {
+                // One summary is one buffer size; a sweep ran several.
+                let msg =
+                    "'--io-summary' does not apply to sweep: its table (and --export-json) gives each size's file \
+                           events";
+                return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut Cli::command()));
+            }
             return Ok(());
         }
         let Command::Find(a) = &self.command else { return Ok(()) };
@@ -390,6 +430,24 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `--metrics-listen ADDR` and `--io-summary json` with a space parse as
+    /// with `=`; a subcommand after them stays a subcommand.
+    #[test]
+    fn optional_values_with_a_space() {
+        let parse = |words: &[&str]| {
+            let argv = join_optional_values(words.iter().map(std::ffi::OsString::from));
+            Cli::try_parse_from(argv).unwrap()
+        };
+        let cli = parse(&["kbxscope", "--metrics-listen", "127.0.0.1:19464", "stats", "x.kbx"]);
+        assert_eq!(cli.metrics_listen, Some("127.0.0.1:19464".parse().unwrap()));
+        assert!(matches!(cli.command, Command::Stats(_)));
+        let cli = parse(&["kbxscope", "--metrics-listen", "stats", "--io-summary", "json", "x.kbx"]);
+        assert_eq!(cli.metrics_listen, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(cli.io_summary, Some(SummaryFormat::Json));
+        let cli = parse(&["kbxscope", "stats", "--io-summary", "--", "json"]);
+        assert_eq!(cli.io_summary, Some(SummaryFormat::Text), "nothing joined after --");
     }
 
     #[test]

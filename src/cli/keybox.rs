@@ -31,6 +31,8 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
         Err(OpenError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
+    let span = tracing::info_span!(target: "kbx::command", "generate", preset = %"seed", bytes = tracing::field::Empty);
+    let generating = span.enter();
     eprintln!(
         "kbxscope: no keybox given: generating the built-in default keybox (seed preset: 1294 OpenPGP keys, \
          803 certificates, about 42 MiB) into {} — once; later runs reuse it",
@@ -45,6 +47,8 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
         Ok(()) | Err(WriteError::Exists(_)) => {}
         Err(e) => return Err(e.into()),
     }
+    span.record("bytes", generated.keybox.len());
+    drop(generating);
     eprintln!(
         "kbxscope: generated {} ({} bytes) in {:.1} s",
         path.display(),

@@ -3,6 +3,7 @@
 pub mod args;
 mod gpg;
 mod gpgsm;
+mod interrupt;
 mod keybox;
 pub mod output;
 mod progress;
@@ -27,13 +28,14 @@ use kbxscope::kbx::search::Pattern;
 use kbxscope::validate::Lookup;
 use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
 
-/// A failure already reported on stderr: exit 1 without another message.
+/// A failure already reported on stderr (its message, for the trace):
+/// exit 1 without another message.
 #[derive(Debug)]
-pub struct Reported;
+pub struct Reported(pub String);
 
 impl std::fmt::Display for Reported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("failure reported above")
+        f.write_str(&self.0)
     }
 }
 
@@ -51,20 +53,27 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         push: cli.metrics_push.clone(),
     })?;
     let trace = match &cli.trace_out {
-        Some(path) => Some(trace::install(path, cli.trace_level, cli.trace_max_events)?),
+        Some(path) => Some(trace::install(path, command_name(&cli.command), cli.trace_level, cli.trace_max_events)?),
         None => None,
     };
     // After the recorder: the tally registers its metric handles.
     let tally = IoTally::new(cli.kbx_buffer_size);
     let started = std::time::Instant::now();
     let name = command_name(&cli.command);
-    let result = {
-        let span =
-            tracing::info_span!(target: "kbx::command", "command", name, buffer_size = cli.kbx_buffer_size.bytes());
-        let _in = span.enter();
-        dispatch(&cli.command, &tally)
-    };
     let size = (!matches!(cli.command, Command::Sweep(_))).then(|| cli.kbx_buffer_size.bytes() as u64);
+    let result = {
+        // A sweep runs several sizes, each in a span of its own.
+        let label = size.map_or_else(|| "sweep".to_string(), |s| s.to_string());
+        let span = tracing::info_span!(target: "kbx::command", "command", name = %name, buffer_size = %label);
+        let _in = span.enter();
+        let result = dispatch(&cli.command, &tally);
+        match &result {
+            Err(e) => failed(&format!("{e:#}")),
+            Ok(code) if *code != ExitCode::SUCCESS => failed("the command reported failures (see stderr)"),
+            Ok(_) => {}
+        }
+        result
+    };
     kbxscope::telemetry::command_finished(name, size, started.elapsed());
     if let Some(t) = trace {
         t.finish()?;
@@ -110,9 +119,17 @@ fn dispatch(command: &Command, tally: &IoTally) -> Result<ExitCode> {
     }
 }
 
-/// Print a located error as one line naming the file.
-fn report(path: &Path, e: &ScanError) {
-    eprintln!("kbxscope: {}: {e}", path.display());
+/// Mark a failure in the trace: a `failed` span, inside the command's,
+/// carrying the error.
+fn failed(error: &str) {
+    let _marker = tracing::info_span!(target: "kbx::command", "failed", error).entered();
+}
+
+/// Print a located error as one line naming the file; the error to return.
+fn report(path: &Path, e: &ScanError) -> Reported {
+    let message = format!("{}: {e}", path.display());
+    eprintln!("kbxscope: {message}");
+    Reported(message)
 }
 
 fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
@@ -129,10 +146,7 @@ fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
     }
     out.flush()?;
     match outcome.error {
-        Some(e) => {
-            report(path, &e);
-            Err(Reported.into())
-        }
+        Some(e) => Err(report(path, &e).into()),
         None => Ok(ExitCode::SUCCESS),
     }
 }
@@ -162,8 +176,7 @@ fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
     }
     out.flush()?;
     if let Err(e) = result {
-        report(path, &e);
-        return Err(Reported.into());
+        return Err(report(path, &e).into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -211,13 +224,11 @@ impl<W: Write> ListingPrinter<W> {
 
 /// Report the problems of a pass; `Ok` if there were none.
 fn conclude(path: &Path, outcome: &ListOutcome) -> Result<()> {
-    for e in outcome.problems.iter().chain(&outcome.fatal) {
-        report(path, e);
-    }
-    if outcome.is_clean() {
-        Ok(())
-    } else {
-        Err(Reported.into())
+    let mut reported: Vec<Reported> = outcome.problems.iter().chain(&outcome.fatal).map(|e| report(path, e)).collect();
+    match (reported.pop(), reported.len()) {
+        (None, _) => Ok(()),
+        (Some(only), 0) => Err(only.into()),
+        (Some(_), more) => Err(Reported(format!("{}: {} problems (see stderr)", path.display(), more + 1)).into()),
     }
 }
 

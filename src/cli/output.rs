@@ -8,13 +8,16 @@
 //! allowed) or `persist_noclobber` (which fails if the target exists, so
 //! even a file created meanwhile by someone else is not replaced). A
 //! temporary file that is never moved into place is removed when dropped,
-//! on every error path.
+//! on every error path, and by [`super::interrupt`] if Ctrl-C or SIGTERM
+//! ends the process first.
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
+
+use super::interrupt;
 
 /// Why a file could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -33,8 +36,41 @@ pub enum WriteError {
     },
 }
 
+/// A temporary file known to [`interrupt`]: removed if a signal ends the
+/// process before it is moved into place or dropped.
+#[derive(Debug)]
+struct Live(Option<NamedTempFile>);
+
+impl Live {
+    fn new(tmp: NamedTempFile) -> Self {
+        interrupt::track(tmp.path());
+        Self(Some(tmp))
+    }
+
+    fn tmp(&mut self) -> &mut NamedTempFile {
+        // Some until `persist` or `drop` takes it, and both consume self.
+        self.0.as_mut().expect("a live temporary file")
+    }
+
+    /// Move the finished file to `path`.
+    fn persist(mut self, path: &Path, overwrite: bool) -> Result<(), WriteError> {
+        let tmp = self.0.take().expect("a live temporary file");
+        let at = tmp.path().to_path_buf();
+        interrupt::settle(&at, || persist(tmp, path, overwrite))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.0.take() {
+            let at = tmp.path().to_path_buf();
+            interrupt::settle(&at, || drop(tmp));
+        }
+    }
+}
+
 /// A temporary file next to `path` (hidden, named after it).
-fn temp_next_to(path: &Path) -> Result<NamedTempFile, WriteError> {
+fn temp_next_to(path: &Path) -> Result<Live, WriteError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -44,6 +80,7 @@ fn temp_next_to(path: &Path) -> Result<NamedTempFile, WriteError> {
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
+        .map(Live::new)
         .map_err(|e| WriteError::Io { path: path.to_path_buf(), source: without_temp_name(e) })
 }
 
@@ -80,11 +117,12 @@ pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), Writ
     if !overwrite && fs::symlink_metadata(path).is_ok() {
         return Err(WriteError::Exists(path.to_path_buf()));
     }
-    let mut tmp = temp_next_to(path)?;
+    let mut live = temp_next_to(path)?;
+    let tmp = live.tmp();
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
-    persist(tmp, path, overwrite)
+    live.persist(path, overwrite)
 }
 
 /// An output file written while the command runs (a trace, an export),
@@ -93,7 +131,7 @@ pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), Writ
 /// is removed.
 #[derive(Debug)]
 pub struct TempOutput {
-    tmp: NamedTempFile,
+    tmp: Live,
     path: PathBuf,
 }
 
@@ -104,8 +142,8 @@ impl TempOutput {
     /// # Errors
     /// The directory is missing or not writable.
     pub fn create(path: &Path) -> Result<(fs::File, Self), WriteError> {
-        let out = Self::open(path)?;
-        let file = out.tmp.reopen().map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
+        let mut out = Self::open(path)?;
+        let file = out.tmp.tmp().reopen().map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
         Ok((file, out))
     }
 
@@ -124,9 +162,9 @@ impl TempOutput {
     /// The write failed.
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
         let path = &self.path;
-        self.tmp
-            .write_all(bytes)
-            .and_then(|()| self.tmp.as_file().sync_all())
+        let tmp = self.tmp.tmp();
+        tmp.write_all(bytes)
+            .and_then(|()| tmp.as_file().sync_all())
             .map_err(|source| WriteError::Io { path: path.clone(), source })
     }
 
@@ -134,9 +172,9 @@ impl TempOutput {
     ///
     /// # Errors
     /// The move failed (the temporary file is removed).
-    pub fn commit(self) -> Result<(), WriteError> {
-        self.tmp.as_file().sync_all().map_err(|source| WriteError::Io { path: self.path.clone(), source })?;
-        persist(self.tmp, &self.path, true)
+    pub fn commit(mut self) -> Result<(), WriteError> {
+        self.tmp.tmp().as_file().sync_all().map_err(|source| WriteError::Io { path: self.path.clone(), source })?;
+        self.tmp.persist(&self.path, true)
     }
 }
 

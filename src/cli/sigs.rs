@@ -49,8 +49,9 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
         eprint!("{}", summary(&outcome.counts));
     }
     if let Some(e) = &outcome.fatal {
-        eprintln!("kbxscope: {}: {e}", path.display());
-        return Err(Reported.into());
+        let message = format!("{}: {e}", path.display());
+        eprintln!("kbxscope: {message}");
+        return Err(Reported(message).into());
     }
     Ok(ExitCode::SUCCESS)
 }

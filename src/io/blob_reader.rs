@@ -152,8 +152,10 @@ pub fn read_blob<'a, F: Read + Seek>(
     policy: impl FnOnce(BlobType) -> Take<'a>,
 ) -> Result<Next, ReadBlobError> {
     let offset = r.position();
-    let span = blob_span(offset);
-    let _in = span.enter();
+    // No blob span for the read that finds the end of the file (at or past
+    // the size the file had at open): that read belongs to the pass.
+    let span = (offset < r.limit()).then(|| blob_span(offset));
+    let _in = span.as_ref().map(tracing::Span::enter);
     let io = |source| ReadBlobError::Io { offset, source };
     let mut prefix = [0u8; BLOB_PREFIX_LEN];
     let got = r.read(&mut prefix).map_err(io)?;

@@ -13,12 +13,12 @@ pub(crate) fn tracing_events() -> bool {
 }
 
 /// A trace span for one system call (target `kbx::event`): `op`, the
-/// buffer size, the file `offset` it starts at (when known) and, for
-/// reads, the `bytes` it returned.
+/// buffer size, the file `offset` it starts at (when known), for reads the
+/// `bytes` it returned, and the `error` of a call that failed.
 fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Span {
     macro_rules! span {
         ($name:literal) => {
-            tracing::info_span!(target: "kbx::event", $name, op = %$name, buffer_size, offset, bytes = tracing::field::Empty)
+            tracing::info_span!(target: "kbx::event", $name, op = %$name, buffer_size, offset, bytes = tracing::field::Empty, error = tracing::field::Empty)
         };
     }
     match op {
@@ -34,7 +34,7 @@ fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Spa
 /// `stats` (with the bytes it returned, for reads: `bytes` of its result)
 /// and trace it if `trace`. Returns the call's result.
 #[inline]
-pub(crate) fn timed<T, E>(
+pub(crate) fn timed<T, E: std::fmt::Display>(
     stats: &mut IoStats,
     trace: bool,
     op: FileOp,
@@ -48,10 +48,19 @@ pub(crate) fn timed<T, E>(
     let r = call();
     let took = start.elapsed();
     stats.record(op, took);
-    if let Some(n) = r.as_ref().ok().and_then(&bytes) {
-        stats.record_read(n);
-        if let Some(span) = &span {
-            span.record("bytes", n);
+    match &r {
+        Ok(t) => {
+            if let Some(n) = bytes(t) {
+                stats.record_read(n);
+                if let Some(span) = &span {
+                    span.record("bytes", n);
+                }
+            }
+        }
+        Err(e) => {
+            if let Some(span) = &span {
+                span.record("error", tracing::field::display(e));
+            }
         }
     }
     drop(entered);

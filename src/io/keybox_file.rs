@@ -261,7 +261,11 @@ fn timed_close(file: File, stats: &mut IoStats, trace: bool) {
             // exactly once; nothing else refers to it afterwards.
             #[allow(unsafe_code)]
             let rc = unsafe { libc::close(fd) };
-            Ok::<i32, ()>(rc)
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
         },
         |_| None,
     );

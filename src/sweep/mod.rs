@@ -340,8 +340,12 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();
         let once = |tally: &IoTally| run_once(path, plan.workload, plan.trust, plan.at, tally);
+        let _size =
+            tracing::info_span!(target: "kbx::sweep", "size", buffer_size = s.size.bytes() as u64, label = %s.label)
+                .entered();
         for w in 0..warmup {
             progress(Step { size: i, warmup: true, run: w + 1, of: warmup, done, total });
+            let _run = tracing::info_span!(target: "kbx::sweep", "warmup", run = w + 1, of = warmup).entered();
             once(&tally)?;
             done += 1;
         }
@@ -352,9 +356,11 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
             progress(Step { size: i, warmup: false, run: k + 1, of: runs, done, total });
             let before = tally.snapshot();
             let (u0, s0) = cpu::cpu_times();
+            let run = tracing::info_span!(target: "kbx::sweep", "run", run = k + 1, of = runs).entered();
             let start = Instant::now();
             once(&tally)?;
             let elapsed = start.elapsed();
+            drop(run);
             let (u1, s1) = cpu::cpu_times();
             one = delta(&tally.snapshot(), &before);
             read_ns += one.time_ns.read;

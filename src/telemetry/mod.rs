@@ -94,7 +94,18 @@ pub struct IoMetrics {
 impl IoObserver for IoMetrics {
     fn observe(&self, delta: &IoStats) {
         let mut by_size = self.by_size.lock().unwrap_or_else(PoisonError::into_inner);
-        by_size.entry(delta.buffer_size).or_insert_with(|| IoStats::with_histograms(delta.buffer_size)).merge(delta);
+        let size = delta.buffer_size;
+        by_size
+            .entry(size)
+            .or_insert_with(|| {
+                // A size now in use: its scan counters exist from here on,
+                // zero for the lookups that do not run.
+                for lookup in SCAN_LOOKUPS {
+                    counter!(KEYBOX_SCANS, "lookup" => lookup, "buffer_size" => size.to_string()).increment(0);
+                }
+                IoStats::with_histograms(size)
+            })
+            .merge(delta);
     }
 }
 
@@ -187,8 +198,12 @@ impl IoMetrics {
     }
 }
 
-/// Count one pass over the keybox for `lookup` (`sequential`, `gnupg`,
-/// `scan`) with buffers of `buffer_size` bytes.
+/// The `lookup` label values of [`KEYBOX_SCANS`]: the listing pass (also
+/// the index's one pass), gpg's and gpgsm's lookups, one rescan per lookup.
+pub const SCAN_LOOKUPS: [&str; 3] = ["sequential", "gnupg", "scan"];
+
+/// Count one pass over the keybox for `lookup` (one of [`SCAN_LOOKUPS`])
+/// with buffers of `buffer_size` bytes.
 pub fn scan_started(lookup: &'static str, buffer_size: u64) {
     counter!(KEYBOX_SCANS, "lookup" => lookup, "buffer_size" => buffer_size.to_string()).increment(1);
 }
@@ -200,7 +215,8 @@ pub fn certificate_validated(good: bool) {
 
 /// Zero the validation counters for every result, so a dashboard sees
 /// them before (or without) the first validation. (Scans carry a
-/// `buffer_size`, and a size never used gets no series.)
+/// `buffer_size`: they are zeroed when a size is first used, and a size
+/// never used gets no series.)
 pub fn zero_series() {
     for result in ["good", "bad"] {
         counter!(CERTIFICATES_VALIDATED, "result" => result).absolute(0);

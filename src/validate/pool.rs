@@ -88,6 +88,7 @@ impl Shared {
     fn work(&self) -> Vec<(PairKey, bool)> {
         let mut done = Vec::new();
         while let Some(c) = self.next() {
+            let _check = tracing::info_span!(target: "kbx::lookup", "check_signature").entered();
             done.push((c.key(), c.run()));
         }
         done
@@ -117,9 +118,12 @@ impl CheckPool {
     pub fn start(workers: usize) -> Self {
         let shared = Arc::new(Shared::default());
         let workers = (0..workers.max(1))
-            .map(|_| {
+            .filter_map(|i| {
                 let shared = Arc::clone(&shared);
-                std::thread::spawn(move || shared.work())
+                // Named, so a trace shows each worker as its own track. A
+                // worker that cannot start leaves its share to the others
+                // and to the caller (`finish` works the queue too).
+                std::thread::Builder::new().name(format!("sigcheck-{}", i + 1)).spawn(move || shared.work()).ok()
             })
             .collect();
         Self { shared, workers }

@@ -75,7 +75,7 @@ pub fn run<O: Opener + Clone>(
     mut emit: impl FnMut(KeySigs),
 ) -> Result<SigsOutcome, OpenError> {
     let mut out = SigsOutcome::default();
-    let _cmd = tracing::info_span!(target: "kbx::lookup", "sigs", lookup = lookup.name()).entered();
+    let _cmd = tracing::info_span!(target: "kbx::lookup", "sigs", lookup = %lookup.name()).entered();
     match lookup {
         Lookup::Gnupg => {
             let mut g = GnupgLookup::new(opener.clone());

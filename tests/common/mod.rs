@@ -250,3 +250,31 @@ pub fn gen_tiny() -> (tempfile::TempDir, PathBuf) {
     assert!(o.status.success(), "{}", stderr(&o));
     (dir, kbx)
 }
+
+/// A free TCP port on loopback (for servers a test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Every sample of a Prometheus text exposition, keyed by `name{labels}`
+/// as written.
+pub fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad line {l:?}"));
+            (series.to_string(), value.parse().unwrap_or_else(|_| panic!("bad value in {l:?}")))
+        })
+        .collect()
+}
+
+/// A child process killed when the test ends, however it ends (tests must
+/// not leave servers behind).
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

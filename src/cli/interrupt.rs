@@ -1,0 +1,84 @@
+//! Ctrl-C (SIGINT) and SIGTERM while kbxscope writes files: finish what
+//! can be finished (the trace), remove every temporary file, exit with
+//! 128 + the signal's number (130, 143) as shells expect.
+//!
+//! The watcher is a thread (signal-hook's iterator) started only when the
+//! first temporary file or hook is registered: a command that writes
+//! nothing stays single-threaded, so its `read(2)` calls cost what they
+//! cost (a second thread makes each one dearer).
+//!
+//! The registry's lock is held while a temporary file is moved into place
+//! or removed ([`settle`]), and by the watcher while it removes what is
+//! left, so a file is either in place or gone, never half of each.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Run when a signal ends the process, before temporary files are removed;
+/// given the signal's name.
+pub type Hook = Box<dyn FnOnce(&'static str) + Send>;
+
+struct Registry {
+    temps: Vec<PathBuf>,
+    hooks: Vec<Hook>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry { temps: Vec::new(), hooks: Vec::new() });
+static WATCHER: Once = Once::new();
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn watch() {
+    WATCHER.call_once(|| {
+        // Without a watcher the default actions stay: the process ends
+        // and the temporary files stay behind, as before.
+        let Ok(mut signals) = Signals::new([SIGINT, SIGTERM]) else { return };
+        let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                interrupted(signal);
+            }
+        });
+    });
+}
+
+/// A temporary file now exists at `path`: remove it if a signal ends the
+/// process before [`settle`] is called for it.
+pub fn track(path: &Path) {
+    watch();
+    registry().temps.push(path.to_path_buf());
+}
+
+/// Run `finish` (which moves the temporary file at `path` into place or
+/// removes it) with the registry locked, then forget `path`.
+pub fn settle<T>(path: &Path, finish: impl FnOnce() -> T) -> T {
+    let mut registry = registry();
+    let result = finish();
+    registry.temps.retain(|p| p != path);
+    result
+}
+
+/// Run `hook` if a signal ends the process.
+pub fn on_interrupt(hook: Hook) {
+    watch();
+    registry().hooks.push(hook);
+}
+
+fn interrupted(signal: i32) -> ! {
+    let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
+    let hooks = std::mem::take(&mut registry().hooks);
+    for hook in hooks {
+        hook(name);
+    }
+    // Held until exit: no file is moved into place meanwhile.
+    let registry = registry();
+    for path in &registry.temps {
+        let _ = std::fs::remove_file(path);
+    }
+    eprintln!("kbxscope: interrupted ({name})");
+    std::process::exit(128 + signal);
+}

@@ -1,0 +1,269 @@
+//! The trace as viewers want it, made on its way to the file.
+//!
+//! tracing-chrome writes one event per line (`[`, `{…},`, …, `{…}`, `]`)
+//! and every argument as a string. [`Rewriter`] sits between it and the
+//! file and, line by line:
+//! * turns the arguments that are numbers ([`NUMERIC_ARGS`]) into JSON
+//!   numbers;
+//! * names the process (`process_name` metadata) at the start;
+//! * marks where the span cap cut the trace, on a track of its own
+//!   ("kbxscope notes"): a span from the cut to the end of the trace named
+//!   for what happened, with the number of spans left out;
+//! * when a signal ended the command, closes every span still open, at the
+//!   last timestamp, and marks the interruption on the notes track.
+//!
+//! A line that is not an event object passes through unchanged.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+/// Arguments whose values are numbers (tracing-chrome records them as
+/// strings). Text arguments (`name`, `kid`, `subject`, …) stay strings.
+pub const NUMERIC_ARGS: &[&str] =
+    &["buffer_size", "offset", "bytes", "length", "start", "blob", "run", "of", "spans_dropped", "max_spans"];
+
+/// The notes track's thread id: far above tracing-chrome's (which count
+/// from 0 per thread seen).
+const NOTES_TID: u64 = 1 << 20;
+
+/// What the trace's owner tells the rewriter: where the cap cut the trace
+/// and whether a signal ended the command.
+#[derive(Debug)]
+pub struct Notes {
+    /// When tracing-chrome's clock started (taken just before it was built:
+    /// a few microseconds early at most).
+    pub start: Instant,
+    /// The process's name in the trace.
+    pub process: String,
+    /// The span cap.
+    pub max_spans: u64,
+    /// When the first span over the cap was refused.
+    pub cut_at: Mutex<Option<Instant>>,
+    /// Spans refused, known at the end.
+    pub dropped: Mutex<u64>,
+    /// The signal that ended the command, if one did.
+    pub interrupted: Mutex<Option<&'static str>>,
+}
+
+impl Notes {
+    /// Notes for a trace whose clock starts now.
+    pub fn new(process: String, max_spans: u64) -> Self {
+        Self {
+            start: Instant::now(),
+            process,
+            max_spans,
+            cut_at: Mutex::new(None),
+            dropped: Mutex::new(0),
+            interrupted: Mutex::new(None),
+        }
+    }
+
+    fn cut_ts(&self) -> Option<f64> {
+        let cut = *self.cut_at.lock().unwrap_or_else(PoisonError::into_inner);
+        cut.map(|at| at.saturating_duration_since(self.start).as_nanos() as f64 / 1000.0)
+    }
+}
+
+/// A `Write` that rewrites tracing-chrome's output on its way to `out`.
+pub struct Rewriter<W: Write> {
+    out: W,
+    notes: Arc<Notes>,
+    line: Vec<u8>,
+    wrote_event: bool,
+    /// Open spans per thread id: names, innermost last.
+    open: HashMap<u64, Vec<String>>,
+    last_ts: f64,
+    cut_marked: bool,
+}
+
+impl<W: Write> Rewriter<W> {
+    /// Rewrite into `out`, told by `notes`.
+    pub fn new(out: W, notes: Arc<Notes>) -> Self {
+        Self { out, notes, line: Vec::new(), wrote_event: false, open: HashMap::new(), last_ts: 0.0, cut_marked: false }
+    }
+
+    fn emit(&mut self, event: &Value) -> io::Result<()> {
+        self.out.write_all(if self.wrote_event { b",\n" } else { b"\n" })?;
+        serde_json::to_writer(&mut self.out, event)?;
+        self.wrote_event = true;
+        Ok(())
+    }
+
+    fn note(&mut self, ph: &str, ts: f64, name: &str, args: Value) -> io::Result<()> {
+        self.emit(
+            &json!({"ph": ph, "pid": 1, "tid": NOTES_TID, "ts": ts, "name": name, "cat": "kbx::trace", "args": args}),
+        )
+    }
+
+    fn start(&mut self) -> io::Result<()> {
+        self.out.write_all(b"[")?;
+        let process = self.notes.process.clone();
+        self.emit(&json!({"ph": "M", "pid": 1, "tid": 0, "name": "process_name", "args": {"name": process}}))?;
+        self.emit(
+            &json!({"ph": "M", "pid": 1, "tid": NOTES_TID, "name": "thread_name", "args": {"name": "kbxscope notes"}}),
+        )
+    }
+
+    fn mark_cut(&mut self, ts: f64) -> io::Result<()> {
+        self.cut_marked = true;
+        let name = format!("trace cut here: --trace-max-events {} reached", self.notes.max_spans);
+        self.note("B", ts, &name, json!({"max_spans": self.notes.max_spans}))
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        let cut = self.notes.cut_ts();
+        if let (Some(ts), false) = (cut, self.cut_marked) {
+            self.mark_cut(ts.min(self.last_ts))?;
+        }
+        let end = self.last_ts;
+        let interrupted = *self.notes.interrupted.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(signal) = interrupted {
+            // Close what the signal left open, innermost first.
+            let mut tids: Vec<u64> = self.open.keys().copied().collect();
+            tids.sort_unstable();
+            for tid in tids {
+                while let Some(name) = self.open.get_mut(&tid).and_then(Vec::pop) {
+                    self.emit(&json!({"ph": "E", "pid": 1, "tid": tid, "ts": end, "name": name, "args": {"interrupted": signal}}))?;
+                }
+            }
+            let name = format!("interrupted by {signal}");
+            self.note("B", end, &name, json!({}))?;
+            self.note("E", end, &name, json!({}))?;
+        }
+        if cut.is_some() {
+            let dropped = *self.notes.dropped.lock().unwrap_or_else(PoisonError::into_inner);
+            let name = format!("trace cut here: --trace-max-events {} reached", self.notes.max_spans);
+            self.note("E", end, &name, json!({"spans_dropped": dropped}))?;
+        }
+        self.out.write_all(b"\n]\n")
+    }
+
+    fn event(&mut self, mut event: Value) -> io::Result<()> {
+        let ph = event["ph"].as_str().unwrap_or_default().to_string();
+        if let Some(args) = event.get_mut("args").and_then(Value::as_object_mut) {
+            numbers(args);
+        }
+        if let (Some(ts), Some(tid)) = (event["ts"].as_f64(), event["tid"].as_u64()) {
+            if !self.cut_marked {
+                if let Some(cut) = self.notes.cut_ts().filter(|cut| ts >= *cut) {
+                    self.mark_cut(cut)?;
+                }
+            }
+            self.last_ts = self.last_ts.max(ts);
+            let name = event["name"].as_str().unwrap_or_default().to_string();
+            match ph.as_str() {
+                "B" => self.open.entry(tid).or_default().push(name),
+                "E" => {
+                    self.open.get_mut(&tid).and_then(Vec::pop);
+                }
+                _ => {}
+            }
+        }
+        self.emit(&event)
+    }
+
+    fn line(&mut self, line: &[u8]) -> io::Result<()> {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        match text {
+            "" => Ok(()),
+            "[" => self.start(),
+            "]" => self.end(),
+            _ => match serde_json::from_str::<Value>(text.trim_end_matches(',')) {
+                Ok(event @ Value::Object(_)) => self.event(event),
+                _ => {
+                    self.out.write_all(if self.wrote_event { b",\n" } else { b"\n" })?;
+                    self.wrote_event = true;
+                    self.out.write_all(text.trim_end_matches(',').as_bytes())
+                }
+            },
+        }
+    }
+}
+
+/// Numeric arguments as JSON numbers.
+fn numbers(args: &mut Map<String, Value>) {
+    for key in NUMERIC_ARGS {
+        if let Some(v) = args.get_mut(*key) {
+            if let Some(n) = v.as_str().and_then(|s| s.parse::<u64>().ok()) {
+                *v = n.into();
+            }
+        }
+    }
+}
+
+impl<W: Write> Write for Rewriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for chunk in buf.split_inclusive(|b| *b == b'\n') {
+            self.line.extend_from_slice(chunk);
+            // The closing bracket is the last thing written, without a newline.
+            if chunk.ends_with(b"\n") || self.line == b"]" {
+                let line = std::mem::take(&mut self.line);
+                self.line(&line)?;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(input: &str, notes: Notes) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut w = Rewriter::new(&mut out, Arc::new(notes));
+        // In odd pieces, as a BufWriter may hand them over.
+        for piece in input.as_bytes().chunks(7) {
+            w.write_all(piece).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        serde_json::from_slice(&out).expect("valid JSON")
+    }
+
+    const INPUT: &str = "[\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1.0,\"name\":\"command\",\"args\":{\"name\":\"stats\",\"buffer_size\":\"8192\"}},\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":2.0,\"name\":\"read\",\"args\":{\"offset\":\"0\",\"bytes\":\"8192\",\"kid\":\"1234\"}},\n{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":3.0,\"name\":\"read\"},\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":4.0,\"name\":\"blob\"}\n]";
+
+    #[test]
+    fn numbers_become_numbers_and_text_stays_text() {
+        let notes = Notes::new("kbxscope stats".into(), 10);
+        *notes.interrupted.lock().unwrap() = Some("SIGINT");
+        let events = rewrite(INPUT, notes);
+        assert_eq!(events[0]["name"], "process_name");
+        assert_eq!(events[0]["args"]["name"], "kbxscope stats");
+        let read = events.iter().find(|e| e["name"] == "read").unwrap();
+        assert_eq!(read["args"]["offset"], 0);
+        assert_eq!(read["args"]["bytes"], 8192);
+        assert_eq!(read["args"]["kid"], "1234", "text stays text");
+        let command = events.iter().find(|e| e["name"] == "command").unwrap();
+        assert_eq!(command["args"]["buffer_size"], 8192);
+        // Interrupted: the blob and the command are closed, innermost first.
+        let closes: Vec<&Value> = events.iter().filter(|e| e["args"]["interrupted"] == "SIGINT").collect();
+        assert_eq!(closes.len(), 2);
+        assert_eq!((closes[0]["name"].as_str(), closes[1]["name"].as_str()), (Some("blob"), Some("command")));
+        assert!(events.iter().any(|e| e["name"] == "interrupted by SIGINT" && e["tid"] == NOTES_TID));
+    }
+
+    #[test]
+    fn the_cut_is_marked_where_it_happened() {
+        let notes = Notes::new("kbxscope".into(), 1);
+        *notes.cut_at.lock().unwrap() = Some(notes.start + std::time::Duration::from_nanos(2500));
+        *notes.dropped.lock().unwrap() = 7;
+        let events = rewrite(INPUT, notes);
+        let at = events.iter().position(|e| e["tid"] == NOTES_TID && e["ph"] == "B").expect("marked");
+        assert_eq!(events[at]["ts"], 2.5);
+        assert_eq!(events[at - 1]["name"], "read", "placed among the events at its time");
+        let end = events.iter().find(|e| e["tid"] == NOTES_TID && e["ph"] == "E").unwrap();
+        assert_eq!(end["ts"], 4.0);
+        assert_eq!(end["args"]["spans_dropped"], 7);
+        assert!(end["name"].as_str().unwrap().contains("--trace-max-events 1 reached"));
+    }
+}
