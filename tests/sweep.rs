@@ -121,9 +121,9 @@ fn with_gpgsm_puts_gnupg_beside_us() {
     assert!(stderr(&o).contains("gpgsm"), "the table, on stderr: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = v["results"].as_array().unwrap();
-    let (ours, theirs) = (rows[0]["events"]["total"].as_f64().unwrap(), rows[0]["gpgsm"]["events"].as_f64().unwrap());
+    let (ours, theirs) = (rows[0]["events"]["total"].as_f64().unwrap(), rows[0]["gnupg"]["events"].as_f64().unwrap());
     assert!((ours / theirs - 1.0).abs() < 0.05, "kbxscope {ours} vs gpgsm {theirs} file events at 8 KiB");
-    assert!(rows[1]["gpgsm"].is_null(), "gpgsm cannot express 4096 bytes");
+    assert!(rows[1]["gnupg"].is_null(), "gpgsm cannot express 4096 bytes");
 }
 
 /// With an export on stdout, stdout holds that export and nothing else

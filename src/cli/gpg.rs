@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 use super::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
 use kbxscope::sigs::Mode;
-use kbxscope::sweep::{GpgsmRow, SweepSize};
+use kbxscope::sweep::{GnupgRow, SweepSize};
 
 /// A temporary GnuPG home for gpg runs.
 pub struct GpgRunner {
@@ -82,7 +82,7 @@ impl GpgRunner {
     ///
     /// # Errors
     /// gpg or strace cannot be run.
-    pub fn at(&mut self, s: &SweepSize) -> Result<Option<GpgsmRow>> {
+    pub fn at(&mut self, s: &SweepSize) -> Result<Option<GnupgRow>> {
         let bytes = s.size.bytes() as u64;
         if !self.has_buffer_option {
             return Ok(if bytes == 8192 { Some(self.run(None)?) } else { None });
@@ -94,7 +94,7 @@ impl GpgRunner {
         }
     }
 
-    fn run(&mut self, kib: Option<u64>) -> Result<GpgsmRow> {
+    fn run(&mut self, kib: Option<u64>) -> Result<GnupgRow> {
         self.fresh_copy()?;
         let started = Instant::now();
         let status = self.command(kib).arg(self.command).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
@@ -119,7 +119,7 @@ impl GpgRunner {
         }
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let events = super::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?;
-        Ok(GpgsmRow { events, time_s: seconds })
+        Ok(GnupgRow { tool: "gpg", events, time_s: seconds })
     }
 }
 

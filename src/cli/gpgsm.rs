@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 
 use super::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
-use kbxscope::sweep::GpgsmRow;
+use kbxscope::sweep::GnupgRow;
 
 /// A temporary GnuPG home for gpgsm runs.
 pub struct GpgsmRunner {
@@ -79,7 +79,7 @@ impl GpgsmRunner {
     ///
     /// # Errors
     /// gpgsm or strace cannot be run.
-    pub fn run(&mut self, kib: Option<u64>) -> Result<GpgsmRow> {
+    pub fn run(&mut self, kib: Option<u64>) -> Result<GnupgRow> {
         let args = ["-k", "--with-validation", "--disable-dirmngr"];
         self.fresh_copy()?;
         let started = Instant::now();
@@ -105,7 +105,7 @@ impl GpgsmRunner {
         }
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let events = super::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?;
-        Ok(GpgsmRow { events, time_s: seconds })
+        Ok(GnupgRow { tool: "gpgsm", events, time_s: seconds })
     }
 }
 

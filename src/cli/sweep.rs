@@ -15,7 +15,7 @@ use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
 use kbxscope::io::IoTally;
-use kbxscope::sweep::{self, export, plot, GpgsmRow, SizeResult, Sweep, SweepError, SweepSize, Workload};
+use kbxscope::sweep::{self, export, plot, GnupgRow, SizeResult, Sweep, SweepError, SweepSize, Workload};
 use kbxscope::validate::Lookup;
 
 /// An export destination, opened before the runs (a bad path fails fast).
@@ -145,11 +145,10 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
             r.seed = sweep::seed_row(&r.label);
         }
         if let Some(runner) = gpgsm.as_mut() {
-            r.gpgsm = gpgsm_at(runner, s)?;
+            r.gnupg = gpgsm_at(runner, s)?;
         }
         if let Some(runner) = gpg.as_mut() {
-            // gpg's numbers go in the same column (`gpgsm` in the exports).
-            r.gpgsm = runner.at(s)?;
+            r.gnupg = runner.at(s)?;
         }
     }
     trust.warn_if_none();
@@ -187,7 +186,7 @@ fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
 /// gpgsm's row for a size, if this gpgsm can run at it: sizes GnuPG can
 /// express (a number of KiB; 0 = its 8 KiB default), or only 8 KiB for a
 /// gpgsm without `--kbx-buffer-size`.
-fn gpgsm_at(runner: &mut GpgsmRunner, s: &SweepSize) -> Result<Option<GpgsmRow>> {
+fn gpgsm_at(runner: &mut GpgsmRunner, s: &SweepSize) -> Result<Option<GnupgRow>> {
     let bytes = s.size.bytes() as u64;
     if !runner.has_buffer_option {
         return Ok(if bytes == 8192 { Some(runner.run(None)?) } else { None });
@@ -242,7 +241,8 @@ impl Column {
 fn table(sweep: &Sweep, wide: bool) -> String {
     let results = &sweep.results;
     let seed = results.iter().any(|r| r.seed.is_some());
-    let gpgsm = results.iter().any(|r| r.gpgsm.is_some());
+    let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
+    let gpgsm = gnupg.is_some();
     let ms = results.iter().all(|r| r.wall_s.max < 1.0);
     let (unit, scale, digits) = if ms { ("ms", 1000.0, 2) } else { ("s", 1.0, 3) };
     let t = move |v: f64| format!("{:.digits$}", v * scale);
@@ -281,10 +281,9 @@ fn table(sweep: &Sweep, wide: bool) -> String {
         }
     }
     if gpgsm {
-        // gpg's numbers for the signature workloads share gpgsm's column.
-        let tool = if matches!(sweep.workload, Workload::Sigs(..)) { "gpg" } else { "gpgsm" };
-        cols.push(Column::new([tool, "events"], results, |r| r.gpgsm.map_or_else(dash, |x| thousands(x.events))));
-        cols.push(Column::new([tool, "time"], results, |r| r.gpgsm.map_or_else(dash, |x| t(x.time_s))));
+        let tool = gnupg.unwrap_or("gpgsm");
+        cols.push(Column::new([tool, "events"], results, |r| r.gnupg.map_or_else(dash, |x| thousands(x.events))));
+        cols.push(Column::new([tool, "time"], results, |r| r.gnupg.map_or_else(dash, |x| t(x.time_s))));
     }
     let widths: Vec<usize> = cols.iter().map(Column::width).collect();
     let line = |cell: &dyn Fn(&Column) -> String| {
@@ -317,8 +316,8 @@ fn table(sweep: &Sweep, wide: bool) -> String {
         s += "seed: what procmon counted for gpgsm -k --with-validation on GnuPG's 42 MiB\n";
         s += "keybox (Windows), which the built-in keybox imitates; ratio: ours / the seed's.\n";
     }
-    if gpgsm {
-        s += "gpgsm: this gpgsm on this keybox, its file events counted by strace.\n";
+    if let Some(tool) = gnupg {
+        let _ = writeln!(s, "{tool}: this {tool} on this keybox, its file events counted by strace.");
     }
     for r in results {
         for change in &r.keybox_changed {
@@ -349,7 +348,7 @@ mod tests {
             sys_s: Times::new(vec![2.0 * k; 3]),
             mean_read_ns: 570.0,
             seed: seed.then_some(SeedRow { events: 4_900_000, time_s: 86.0 }),
-            gpgsm: gpgsm.then_some(GpgsmRow { events: 4_838_252, time_s: 5.674 }),
+            gnupg: gpgsm.then_some(GnupgRow { tool: "gpgsm", events: 4_838_252, time_s: 5.674 }),
             keybox_changed: Vec::new(),
         };
         Sweep {

@@ -13,7 +13,7 @@ pub fn json(sweep: &Sweep) -> Vec<u8> {
 }
 
 /// The CSV header.
-pub const CSV_HEADER: &str = "n_k,buffer_size,events_total,open,read,seek,close,stat,bytes_read,logical_reads,wall_median_s,wall_min_s,wall_max_s,wall_mean_s,wall_stddev_s,user_median_s,sys_median_s,mean_read_ns,seed_events,seed_time_s,gpgsm_events,gpgsm_time_s";
+pub const CSV_HEADER: &str = "n_k,buffer_size,events_total,open,read,seek,close,stat,bytes_read,logical_reads,wall_median_s,wall_min_s,wall_max_s,wall_mean_s,wall_stddev_s,user_median_s,sys_median_s,mean_read_ns,seed_events,seed_time_s,gnupg_tool,gnupg_events,gnupg_time_s";
 
 /// `a,b` for a present pair, `,` for an absent one.
 fn pair(p: Option<(u64, f64)>, time_digits: usize) -> String {
@@ -28,7 +28,7 @@ pub fn csv(results: &[SizeResult]) -> Vec<u8> {
         let e = &r.events;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.1},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.1},{},{},{}",
             r.label,
             r.buffer_size,
             e.total(),
@@ -48,17 +48,19 @@ pub fn csv(results: &[SizeResult]) -> Vec<u8> {
             r.sys_s.median,
             r.mean_read_ns,
             pair(r.seed.map(|x| (x.events, x.time_s)), 0),
-            pair(r.gpgsm.map(|x| (x.events, x.time_s)), 6),
+            r.gnupg.map_or("", |x| x.tool),
+            pair(r.gnupg.map(|x| (x.events, x.time_s)), 6),
         );
     }
     s.into_bytes()
 }
 
 /// A Markdown table: every column of `sweep --wide`; the seed's own
-/// numbers and gpgsm's when the results carry them. Times in seconds.
+/// numbers and GnuPG's (gpgsm's or gpg's) when the results carry them.
+/// Times in seconds.
 pub fn markdown(results: &[SizeResult]) -> Vec<u8> {
     let seed = results.iter().any(|r| r.seed.is_some());
-    let gpgsm = results.iter().any(|r| r.gpgsm.is_some());
+    let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
     let mut s = String::from(
         "| buffer | file events | time (s), mean ± σ | reads | opens | seeks | bytes read | logical reads | user (s) | sys (s) | mean read (µs) |",
     );
@@ -67,8 +69,8 @@ pub fn markdown(results: &[SizeResult]) -> Vec<u8> {
         s += " seed's events | ratio | seed's time (s) |";
         rule += "--:|--:|--:|";
     }
-    if gpgsm {
-        s += " gpgsm events | gpgsm time (s) |";
+    if let Some(tool) = gnupg {
+        let _ = write!(s, " {tool} events | {tool} time (s) |");
         rule += "--:|--:|";
     }
     let _ = writeln!(s, "\n{rule}");
@@ -97,8 +99,8 @@ pub fn markdown(results: &[SizeResult]) -> Vec<u8> {
                 None => write!(s, " – | – | – |"),
             };
         }
-        if gpgsm {
-            let _ = match r.gpgsm {
+        if gnupg.is_some() {
+            let _ = match r.gnupg {
                 Some(x) => write!(s, " {} | {:.3} |", x.events, x.time_s),
                 None => write!(s, " – | – |"),
             };
@@ -112,7 +114,7 @@ pub fn markdown(results: &[SizeResult]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::io::PerOp;
-    use crate::sweep::{GpgsmRow, SeedRow, Times, Workload};
+    use crate::sweep::{GnupgRow, SeedRow, Times, Workload};
 
     /// Two sizes with every kind of column filled or missing.
     pub(crate) fn fixed() -> Vec<SizeResult> {
@@ -128,7 +130,7 @@ mod tests {
                 sys_s: Times::new(vec![0.25, 0.25, 0.25]),
                 mean_read_ns: 1234.5,
                 seed: Some(SeedRow { events: 1000, time_s: 86.0 }),
-                gpgsm: Some(GpgsmRow { events: 1012, time_s: 2.25 }),
+                gnupg: Some(GnupgRow { tool: "gpgsm", events: 1012, time_s: 2.25 }),
                 keybox_changed: Vec::new(),
             },
             SizeResult {
@@ -142,7 +144,7 @@ mod tests {
                 sys_s: Times::new(vec![0.1, 0.3]),
                 mean_read_ns: 5000.0,
                 seed: None,
-                gpgsm: None,
+                gnupg: None,
                 keybox_changed: Vec::new(),
             },
         ]
@@ -159,8 +161,9 @@ mod tests {
             assert_eq!(row[col("events_total")].parse::<u64>().unwrap(), r.events.total());
             assert_eq!(row[col("read")].parse::<u64>().unwrap(), r.events.read);
             assert!((row[col("wall_median_s")].parse::<f64>().unwrap() - r.wall_s.median).abs() < 1e-9);
-            assert_eq!(row[col("gpgsm_events")].parse::<u64>().ok(), r.gpgsm.map(|g| g.events));
-            assert_eq!(row[col("gpgsm_time_s")].parse::<f64>().ok(), r.gpgsm.map(|g| g.time_s));
+            assert_eq!(row[col("gnupg_events")].parse::<u64>().ok(), r.gnupg.map(|g| g.events));
+            assert_eq!(row[col("gnupg_time_s")].parse::<f64>().ok(), r.gnupg.map(|g| g.time_s));
+            assert_eq!(row[col("gnupg_tool")], r.gnupg.map_or("", |g| g.tool));
         }
     }
 
@@ -188,7 +191,7 @@ mod tests {
     #[test]
     fn markdown_snapshot() {
         insta::assert_snapshot!("markdown_with_seed_and_gpgsm", String::from_utf8(markdown(&fixed())).unwrap());
-        let plain: Vec<SizeResult> = fixed().into_iter().map(|r| SizeResult { seed: None, gpgsm: None, ..r }).collect();
+        let plain: Vec<SizeResult> = fixed().into_iter().map(|r| SizeResult { seed: None, gnupg: None, ..r }).collect();
         insta::assert_snapshot!("markdown_plain", String::from_utf8(markdown(&plain)).unwrap());
     }
 }

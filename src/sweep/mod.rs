@@ -170,8 +170,9 @@ pub struct SizeResult {
     /// The seed's own row, when the sweep ran on the built-in keybox at one
     /// of the seed's sizes.
     pub seed: Option<SeedRow>,
-    /// gpgsm's numbers at this size (`sweep --with-gpgsm`), if it ran at it.
-    pub gpgsm: Option<GpgsmRow>,
+    /// GnuPG's numbers at this size (`sweep --with-gpgsm` or `--with-gpg`),
+    /// if it ran at it.
+    pub gnupg: Option<GnupgRow>,
     /// How the keybox changed under this size's runs (another file renamed
     /// into place, appended to, …); empty when it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -197,9 +198,12 @@ pub struct SeedRow {
     pub time_s: f64,
 }
 
-/// gpgsm's numbers for one size.
+/// GnuPG's numbers for one size: gpgsm's for validation, gpg's for the
+/// signature workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct GpgsmRow {
+pub struct GnupgRow {
+    /// Which tool: `gpgsm` or `gpg`.
+    pub tool: &'static str,
     /// File events strace counted on the keybox.
     pub events: u64,
     /// Wall time of the run without strace, seconds.
@@ -381,7 +385,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
             sys_s: Times::new(sys),
             mean_read_ns: if reads > 0 { read_ns as f64 / reads as f64 } else { 0.0 },
             seed: None,
-            gpgsm: None,
+            gnupg: None,
             keybox_changed: tally.changes().split_off(seen_before),
         });
     }

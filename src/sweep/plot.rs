@@ -35,10 +35,14 @@ type Value = Option<(f64, Option<(f64, f64)>)>;
 /// The lines of one panel, picked from the results by `value` (kbxscope,
 /// seed, gpgsm).
 fn series(results: &[SizeResult], value: impl Fn(&SizeResult) -> [Value; 3]) -> Vec<Series> {
+    let gnupg = match results.iter().find_map(|r| r.gnupg).map(|g| g.tool) {
+        Some("gpg") => "gpg (strace)",
+        _ => "gpgsm (strace)",
+    };
     let mut out = [
         Series { name: "kbxscope", color: RGBColor(31, 119, 180), dashed: false, points: vec![], bars: vec![] },
         Series { name: "seed (procmon)", color: RGBColor(60, 60, 60), dashed: true, points: vec![], bars: vec![] },
-        Series { name: "gpgsm (strace)", color: RGBColor(214, 39, 40), dashed: false, points: vec![], bars: vec![] },
+        Series { name: gnupg, color: RGBColor(214, 39, 40), dashed: false, points: vec![], bars: vec![] },
     ];
     for r in results.iter().filter(|r| r.buffer_size > 0) {
         let kib = r.buffer_size as f64 / 1024.0;
@@ -140,7 +144,9 @@ fn panel<DB: DrawingBackend>(
         }
         match s.name {
             "kbxscope" => chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 5, color.filled()))),
-            "gpgsm (strace)" => chart.draw_series(s.points.iter().map(|p| TriangleMarker::new(*p, 6, color.filled()))),
+            "gpgsm (strace)" | "gpg (strace)" => {
+                chart.draw_series(s.points.iter().map(|p| TriangleMarker::new(*p, 6, color.filled())))
+            }
             _ => chart.draw_series(s.points.iter().map(|p| Cross::new(*p, 5, color.stroke_width(2)))),
         }
         .map_err(err)?;
@@ -201,14 +207,14 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
         [
             Some((r.events.total() as f64, None)),
             r.seed.map(|s| (s.events as f64, None)),
-            r.gpgsm.map(|g| (g.events as f64, None)),
+            r.gnupg.map(|g| (g.events as f64, None)),
         ]
     });
     let times = series(results, |r| {
         [
             Some((r.wall_s.mean, Some((r.wall_s.min, r.wall_s.max)))),
             r.seed.map(|s| (s.time_s, None)),
-            r.gpgsm.map(|g| (g.time_s, None)),
+            r.gnupg.map(|g| (g.time_s, None)),
         ]
     });
     if events.is_empty() {
@@ -246,9 +252,9 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use crate::io::PerOp;
-    use crate::sweep::{GpgsmRow, Times, Workload};
+    use crate::sweep::{GnupgRow, Times, Workload};
 
-    fn row(label: &str, bytes: u64, reads: u64, wall: f64, gpgsm: Option<GpgsmRow>) -> SizeResult {
+    fn row(label: &str, bytes: u64, reads: u64, wall: f64, gnupg: Option<GnupgRow>) -> SizeResult {
         SizeResult {
             label: label.into(),
             buffer_size: bytes,
@@ -260,14 +266,14 @@ mod tests {
             sys_s: Times::new(vec![0.0]),
             mean_read_ns: 0.0,
             seed: None,
-            gpgsm,
+            gnupg,
             keybox_changed: Vec::new(),
         }
     }
 
     #[test]
     fn draws_every_series_with_labels() {
-        let g = Some(GpgsmRow { events: 1200, time_s: 2.0 });
+        let g = Some(GnupgRow { tool: "gpgsm", events: 1200, time_s: 2.0 });
         let rows = vec![row("0", 8192, 1000, 1.0, g), row("64", 65536, 130, 0.5, None), row("0B", 0, 9000, 3.0, None)];
         let svg = String::from_utf8(svg(&sweep(rows)).unwrap()).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
