@@ -76,10 +76,11 @@ fn event_spans_equal_the_io_summary() {
         assert_eq!(reads[0]["args"]["op"], "read");
         assert_eq!(reads[0]["args"]["buffer_size"], 8192, "numbers are numbers");
         assert!(reads.iter().all(|r| r["args"]["offset"].is_u64()), "every read has its offset");
-        // The bytes each read returned (recorded at its end), summed.
+        // The bytes each read returned (recorded at its end, written on its
+        // begin), summed.
         let returned: u64 = events
             .iter()
-            .filter(|e| e["ph"] == "E" && e["name"] == "read")
+            .filter(|e| e["ph"] == "B" && e["name"] == "read")
             .map(|e| e["args"]["bytes"].as_u64().expect("bytes on every read"))
             .sum();
         assert_eq!(returned, io_summary(&o)["bytes_read"].as_u64().unwrap());
@@ -153,7 +154,7 @@ fn a_failing_command_still_leaves_a_valid_trace() {
     let o = run(["--trace-out", trace.to_str().unwrap(), "--trace-level", "event", "stats", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let events = check_trace(&trace);
-    let open = events.iter().find(|e| e["ph"] == "E" && e["name"] == "open").expect("the open is traced");
+    let open = events.iter().find(|e| e["ph"] == "B" && e["name"] == "open").expect("the open is traced");
     assert!(open["args"]["error"].as_str().unwrap().contains("No such file"), "{open}");
     assert!(events.iter().any(|e| e["name"] == "failed"));
     let nowhere = dir.path().join("no/dir/t.json");
@@ -313,6 +314,82 @@ fn signals_finish_the_trace_and_leave_nothing_behind() {
     assert!(landed > 0, "no SIGTERM landed while gen wrote");
 }
 
+/// Open `trace` in speedscope (headless Chromium, `tests/viewer/`) with
+/// `--strict` (B/E nesting checked by the viewer's importer); every name in
+/// `expect` must be a frame. Returns what the viewer reported.
+fn speedscope(trace: &Path, expect: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/viewer/speedscope-check.mjs");
+    let mut args = vec![script.to_str().unwrap(), "--strict", trace.to_str().unwrap()];
+    args.extend_from_slice(expect);
+    let o = std::process::Command::new("node").args(&args).output().expect("node runs");
+    assert!(o.status.success(), "speedscope refused {}: {}", trace.display(), String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("the check's JSON line")
+}
+
+/// The traces open in a real viewer: speedscope 1.25 (npm, pinned in
+/// `tests/viewer/package-lock.json`, installed by `npm ci --prefix
+/// tests/viewer`) in Debian's headless Chromium, offline. Event level with
+/// worker threads, a cut trace (its note is a visible span on a track of its
+/// own), a sweep's spans.
+fn speedscope_opens_our_traces() {
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/viewer/node_modules/speedscope");
+    if !modules.exists() {
+        crate::common::skip_part("trace::speedscope_opens_our_traces", "run `npm ci --prefix tests/viewer` first");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = fixture("gnupg-mixed.kbx");
+    let trace = |name: &str, args: &[&str]| {
+        let path = dir.path().join(name);
+        let mut all = vec!["--trace-out", path.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        path
+    };
+    let trust = fixture("gnupg-mixed.trustlist.txt");
+    let deep = trace(
+        "deep.json",
+        &[
+            "--trace-level",
+            "event",
+            "list",
+            "--with-validation",
+            "--lookup",
+            "index",
+            "--trustlist",
+            trust.to_str().unwrap(),
+            kbx.to_str().unwrap(),
+        ],
+    );
+    let seen = speedscope(&deep, &["command", "pass", "blob", "read", "check_signature"]);
+    let profiles: Vec<&str> = seen["profile_selector"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(profiles.iter().any(|p| p.starts_with("kbxscope validate") && p.contains("main")), "{profiles:?}");
+
+    let cut =
+        trace("cut.json", &["--trace-level", "event", "--trace-max-events", "10", "stats", kbx.to_str().unwrap()]);
+    let seen = speedscope(&cut, &["trace cut here: --trace-max-events 10 reached", "blob"]);
+    let profiles: Vec<&str> = seen["profile_selector"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(profiles.iter().any(|p| p.contains("kbxscope notes")), "the note has its own track: {profiles:?}");
+
+    let sweep = trace(
+        "sweep.json",
+        &[
+            "--trace-level",
+            "command",
+            "sweep",
+            kbx.to_str().unwrap(),
+            "--workload",
+            "stats",
+            "--sizes",
+            "8,16",
+            "--runs",
+            "2",
+        ],
+    );
+    speedscope(&sweep, &["command", "size", "warmup", "run"]);
+}
+
 fn unsafe_kill(pid: u32, signal: i32) -> i32 {
     // SAFETY: kill(2) with a child's pid and a signal number: no memory is
     // shared, the worst case is an error code.
@@ -329,4 +406,5 @@ crate::tests![
     sweeps_have_a_span_per_size_and_run,
     worker_threads_are_named_tracks,
     signals_finish_the_trace_and_leave_nothing_behind,
+    speedscope_opens_our_traces needs ["chromium", "node"],
 ];

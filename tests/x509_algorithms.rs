@@ -223,6 +223,7 @@ fn ec_ops(oid: &str, d: &[u8], digest: &[u8]) -> (Vec<u8>, Vec<u8>) {
         "1.3.132.0.10" => ec_with!(ecdsa_016, k256::Secp256k1, d, digest),
         "1.3.36.3.3.2.8.1.1.7" => ec_with!(ecdsa_017, bp256::BrainpoolP256r1, d, digest),
         "1.3.36.3.3.2.8.1.1.11" => ec_with!(ecdsa_017, bp384::BrainpoolP384r1, d, digest),
+        "1.3.36.3.3.2.8.1.1.13" => ec_with!(ecdsa_017, kbxscope::validate::bp512::BrainpoolP512r1, d, digest),
         _ => unreachable!("no RustCrypto curve {oid}"),
     }
 }
@@ -258,14 +259,14 @@ fn cases() -> Vec<(&'static str, Key, How)> {
         ("secp256k1-sha256", ec("1.3.132.0.10", 32, 7), How::Ecdsa("sha256")),
         ("bp256-sha256", ec("1.3.36.3.3.2.8.1.1.7", 32, 8), How::Ecdsa("sha256")),
         ("bp384-sha384", ec("1.3.36.3.3.2.8.1.1.11", 48, 9), How::Ecdsa("sha384")),
+        ("bp512-sha512", ec("1.3.36.3.3.2.8.1.1.13", 64, 10), How::Ecdsa("sha512")),
+        ("bp512-sha256", ec("1.3.36.3.3.2.8.1.1.13", 64, 10), How::Ecdsa("sha256")),
         ("ed25519", Key::Ed25519, How::Raw("1.3.101.112")),
     ]
 }
 
 /// What gpgsm 2.2.40 verifies (the others it reports as bad signatures).
-/// gpgsm also verifies ECDSA on brainpoolP512r1, which has no RustCrypto
-/// crate; kbxscope refuses it, so it has no case here.
-const VERIFIED: [&str; 18] = [
+const VERIFIED: [&str; 20] = [
     "rsa-md5",
     "rsa-sha1",
     "rsa-rmd160",
@@ -284,6 +285,8 @@ const VERIFIED: [&str; 18] = [
     "secp256k1-sha256",
     "bp256-sha256",
     "bp384-sha384",
+    "bp512-sha512",
+    "bp512-sha256",
 ];
 
 fn import(gpgsm: &Path, home: &Path, ders: &[Vec<u8>]) {

@@ -46,11 +46,20 @@ fn watch() {
     });
 }
 
-/// A temporary file now exists at `path`: remove it if a signal ends the
-/// process before [`settle`] is called for it.
-pub fn track(path: &Path) {
+/// Create a temporary file with `make` and remember it (its path by
+/// `path_of`): it is removed if a signal ends the process before
+/// [`settle`] is called for it. The watcher is running before the file
+/// exists, and the registry is locked from its creation until it is known,
+/// so no signal falls in between.
+///
+/// # Errors
+/// `make`'s.
+pub fn create<T>(make: impl FnOnce() -> std::io::Result<T>, path_of: impl Fn(&T) -> &Path) -> std::io::Result<T> {
     watch();
-    registry().temps.push(path.to_path_buf());
+    let mut registry = registry();
+    let made = make()?;
+    registry.temps.push(path_of(&made).to_path_buf());
+    Ok(made)
 }
 
 /// Run `finish` (which moves the temporary file at `path` into place or

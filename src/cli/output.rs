@@ -42,11 +42,6 @@ pub enum WriteError {
 struct Live(Option<NamedTempFile>);
 
 impl Live {
-    fn new(tmp: NamedTempFile) -> Self {
-        interrupt::track(tmp.path());
-        Self(Some(tmp))
-    }
-
     fn tmp(&mut self) -> &mut NamedTempFile {
         // Some until `persist` or `drop` takes it, and both consume self.
         self.0.as_mut().expect("a live temporary file")
@@ -76,11 +71,10 @@ fn temp_next_to(path: &Path) -> Result<Live, WriteError> {
         _ => Path::new("."),
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map(Live::new)
+    let prefix = format!(".{name}.");
+    let make = || tempfile::Builder::new().prefix(&prefix).suffix(".tmp").tempfile_in(dir);
+    interrupt::create(make, |t: &NamedTempFile| t.path())
+        .map(|tmp| Live(Some(tmp)))
         .map_err(|e| WriteError::Io { path: path.to_path_buf(), source: without_temp_name(e) })
 }
 

@@ -11,6 +11,7 @@
 //! * [`search`]: the `gnupg`, `scan` and `index` lookup strategies — what
 //!   the buffer size acts on.
 
+pub mod bp512;
 pub mod certinfo;
 pub mod chain;
 pub mod pool;

@@ -12,8 +12,8 @@
 //! * ECDSA with SHA-1 or SHA-2 on NIST P-192/224/256/384, secp256k1 and
 //!   brainpoolP256r1/P384r1/P512r1 (any hash on any curve). P-521 is
 //!   refused ("Internal error"). kbxscope verifies each curve with its
-//!   RustCrypto crate; brainpoolP512r1 has none, so kbxscope refuses it
-//!   where gpgsm verifies it (the one known difference).
+//!   RustCrypto crate; brainpoolP512r1, which has none, with
+//!   [`super::bp512`].
 //! * DSA, Ed25519 and Ed448 are refused ("General error").
 //!
 //! gpgsm reports every refusal as a bad signature, so a refusal here is
@@ -250,8 +250,7 @@ macro_rules! ecdsa_verify {
 }
 
 /// ECDSA on the curve with dotted OID `curve`, each with its RustCrypto
-/// crate. brainpoolP512r1, which gpgsm verifies too, has no RustCrypto
-/// crate: kbxscope refuses it (see the README).
+/// crate (brainpoolP512r1 with [`super::bp512`]).
 fn verify_ecdsa(curve: &str, point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) -> bool {
     match curve {
         "1.2.840.10045.3.1.1" => ecdsa_verify!(ecdsa_016, p192::NistP192, 24, point, digest, r, s),
@@ -261,6 +260,7 @@ fn verify_ecdsa(curve: &str, point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) ->
         "1.3.132.0.10" => ecdsa_verify!(ecdsa_016, k256::Secp256k1, 32, point, digest, r, s),
         "1.3.36.3.3.2.8.1.1.7" => ecdsa_verify!(ecdsa_017, bp256::BrainpoolP256r1, 32, point, digest, r, s),
         "1.3.36.3.3.2.8.1.1.11" => ecdsa_verify!(ecdsa_017, bp384::BrainpoolP384r1, 48, point, digest, r, s),
+        "1.3.36.3.3.2.8.1.1.13" => ecdsa_verify!(ecdsa_017, super::bp512::BrainpoolP512r1, 64, point, digest, r, s),
         _ => false,
     }
 }

@@ -5,6 +5,10 @@
 //! file and, line by line:
 //! * turns the arguments that are numbers ([`NUMERIC_ARGS`]) into JSON
 //!   numbers;
+//! * gives a system call's begin event what its end recorded (`bytes`,
+//!   `error`): event spans are leaves, so each `kbx::event` B is held back
+//!   until its E arrives and the E is written without arguments (viewers
+//!   such as speedscope expect a span's arguments at its begin);
 //! * names the process (`process_name` metadata) at the start;
 //! * marks where the span cap cut the trace, on a track of its own
 //!   ("kbxscope notes"): a span from the cut to the end of the trace named
@@ -78,12 +82,23 @@ pub struct Rewriter<W: Write> {
     open: HashMap<u64, Vec<String>>,
     last_ts: f64,
     cut_marked: bool,
+    /// Per thread, a `kbx::event` begin waiting for its end.
+    held: HashMap<u64, Value>,
 }
 
 impl<W: Write> Rewriter<W> {
     /// Rewrite into `out`, told by `notes`.
     pub fn new(out: W, notes: Arc<Notes>) -> Self {
-        Self { out, notes, line: Vec::new(), wrote_event: false, open: HashMap::new(), last_ts: 0.0, cut_marked: false }
+        Self {
+            out,
+            notes,
+            line: Vec::new(),
+            wrote_event: false,
+            open: HashMap::new(),
+            last_ts: 0.0,
+            cut_marked: false,
+            held: HashMap::new(),
+        }
     }
 
     fn emit(&mut self, event: &Value) -> io::Result<()> {
@@ -115,6 +130,11 @@ impl<W: Write> Rewriter<W> {
     }
 
     fn end(&mut self) -> io::Result<()> {
+        let mut held: Vec<(u64, Value)> = self.held.drain().collect();
+        held.sort_by_key(|(tid, _)| *tid);
+        for (_, begin) in held {
+            self.emit(&begin)?;
+        }
         let cut = self.notes.cut_ts();
         if let (Some(ts), false) = (cut, self.cut_marked) {
             self.mark_cut(ts.min(self.last_ts))?;
@@ -148,12 +168,33 @@ impl<W: Write> Rewriter<W> {
             numbers(args);
         }
         if let (Some(ts), Some(tid)) = (event["ts"].as_f64(), event["tid"].as_u64()) {
+            self.last_ts = self.last_ts.max(ts);
+            // A held begin: merged with its end, or written as it is if
+            // anything else comes first on its thread.
+            if let Some(mut begin) = self.held.remove(&tid) {
+                if ph == "E" && begin["name"] == event["name"] {
+                    if let (Some(to), Some(from)) = (
+                        begin.get_mut("args").and_then(Value::as_object_mut),
+                        event.get_mut("args").and_then(Value::as_object_mut),
+                    ) {
+                        to.append(from);
+                    }
+                    if let Some(e) = event.as_object_mut() {
+                        e.remove("args");
+                    }
+                }
+                self.emit(&begin)?;
+            }
             if !self.cut_marked {
                 if let Some(cut) = self.notes.cut_ts().filter(|cut| ts >= *cut) {
                     self.mark_cut(cut)?;
                 }
             }
-            self.last_ts = self.last_ts.max(ts);
+            if ph == "B" && event["cat"] == "kbx::event" {
+                self.open.entry(tid).or_default().push(event["name"].as_str().unwrap_or_default().to_string());
+                self.held.insert(tid, event);
+                return Ok(());
+            }
             let name = event["name"].as_str().unwrap_or_default().to_string();
             match ph.as_str() {
                 "B" => self.open.entry(tid).or_default().push(name),
@@ -230,7 +271,7 @@ mod tests {
         serde_json::from_slice(&out).expect("valid JSON")
     }
 
-    const INPUT: &str = "[\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1.0,\"name\":\"command\",\"args\":{\"name\":\"stats\",\"buffer_size\":\"8192\"}},\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":2.0,\"name\":\"read\",\"args\":{\"offset\":\"0\",\"bytes\":\"8192\",\"kid\":\"1234\"}},\n{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":3.0,\"name\":\"read\"},\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":4.0,\"name\":\"blob\"}\n]";
+    const INPUT: &str = "[\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1.0,\"name\":\"command\",\"args\":{\"name\":\"stats\",\"buffer_size\":\"8192\"}},\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":2.0,\"name\":\"read\",\"cat\":\"kbx::event\",\"args\":{\"offset\":\"0\",\"kid\":\"1234\"}},\n{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":3.0,\"name\":\"read\",\"cat\":\"kbx::event\",\"args\":{\"offset\":\"0\",\"bytes\":\"8192\",\"kid\":\"1234\"}},\n{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":4.0,\"name\":\"blob\"}\n]";
 
     #[test]
     fn numbers_become_numbers_and_text_stays_text() {
@@ -240,9 +281,12 @@ mod tests {
         assert_eq!(events[0]["name"], "process_name");
         assert_eq!(events[0]["args"]["name"], "kbxscope stats");
         let read = events.iter().find(|e| e["name"] == "read").unwrap();
+        assert_eq!(read["ph"], "B");
         assert_eq!(read["args"]["offset"], 0);
-        assert_eq!(read["args"]["bytes"], 8192);
+        assert_eq!(read["args"]["bytes"], 8192, "the end's bytes on the begin");
         assert_eq!(read["args"]["kid"], "1234", "text stays text");
+        let end = events.iter().find(|e| e["name"] == "read" && e["ph"] == "E").unwrap();
+        assert!(end.get("args").is_none(), "{end}");
         let command = events.iter().find(|e| e["name"] == "command").unwrap();
         assert_eq!(command["args"]["buffer_size"], 8192);
         // Interrupted: the blob and the command are closed, innermost first.
@@ -260,7 +304,8 @@ mod tests {
         let events = rewrite(INPUT, notes);
         let at = events.iter().position(|e| e["tid"] == NOTES_TID && e["ph"] == "B").expect("marked");
         assert_eq!(events[at]["ts"], 2.5);
-        assert_eq!(events[at - 1]["name"], "read", "placed among the events at its time");
+        assert_eq!(events[at + 1]["name"], "read", "placed among the events at its time");
+        assert_eq!(events[at + 1]["ph"], "E");
         let end = events.iter().find(|e| e["tid"] == NOTES_TID && e["ph"] == "E").unwrap();
         assert_eq!(end["ts"], 4.0);
         assert_eq!(end["args"]["spans_dropped"], 7);
