@@ -35,11 +35,12 @@
 #   * gpg: a fresh GNUPGHOME inside the chroot (mode 700; `gpg --batch -k` run once
 #     there so that its trustdb exists, then the keybox copied in as pubring.kbx),
 #     and under `strace -f -y -e trace=openat,read,lseek,close,fstat,newfstatat,statx`
-#       chroot CHROOT gpg --homedir H --batch --kbx-buffer-size N --with-colons
+#       chroot CHROOT gpg --homedir H --batch --kbx-buffer-size N [--with-colons]
 #                         --list-sigs|--check-sigs        (--with-colons unless COLONS=0)
 #     Counted: only the calls on H/pubring.kbx itself (strace -y names each fd's
 #     file; pubring.kbx.tmp and .lock are not counted): opens, reads, lseeks,
-#     closes, stats (fstat/newfstatat/statx).
+#     closes (stat calls are traced too, as kbxscope counts them, but not shown:
+#     gpg 2.4 makes none on the keybox; it uses access(2)).
 #   * kbxscope, on the host, on a fresh copy of the same bytes in a directory of its own:
 #       kbxscope --kbx-buffer-size N --io-summary=json list --with-sigs|--check-sigs
 #                --lookup gnupg COPY
