@@ -78,15 +78,6 @@ fn a_port_in_use_fails_before_any_work() {
     assert!(!stderr(&o).contains("buffer_size"), "no keybox was opened");
 }
 
-fn scrape(port: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    Some(body)
-}
-
 fn metrics_listen_serves_the_final_values_while_lingering() {
     let port = free_port();
     let mut child = bin()
@@ -104,7 +95,7 @@ fn metrics_listen_serves_the_final_values_while_lingering() {
     let start = Instant::now();
     let mut body = None;
     while start.elapsed() < Duration::from_secs(15) {
-        if let Some(b) = scrape(port).filter(|b| b.contains("kbx_command_duration_seconds_count")) {
+        if let Some(b) = http_get(port, "/metrics").filter(|b| b.contains("kbx_command_duration_seconds_count")) {
             body = Some(b);
             break;
         }
@@ -197,7 +188,7 @@ fn no_sample_is_lost_under_concurrent_scrapes() {
         let (mut scrapes, mut mid_run) = (0u32, std::collections::BTreeSet::new());
         let last = loop {
             let lingering = rx.try_iter().any(|l| l.contains(" more (Ctrl-C ends it)"));
-            let body = scrape(port).expect("a scrape");
+            let body = http_get(port, "/metrics").expect("a scrape");
             let (head, text) = body.split_once("\r\n\r\n").unwrap();
             assert!(head.starts_with("HTTP/1.1 200"), "{head}");
             assert!(head.contains("text/plain; version=0.0.4"), "{head}");

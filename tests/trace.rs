@@ -165,28 +165,22 @@ fn a_failing_command_still_leaves_a_valid_trace() {
     assert!(!stderr(&o).contains("panicked"));
 }
 
+/// A traced sweep of `kbx`'s stats at 8 and 16 KiB: 1 warm-up and 2 runs
+/// each.
+fn sweep_args(trace: &Path, kbx: &Path) -> Vec<String> {
+    let (trace, kbx) = (trace.to_str().unwrap(), kbx.to_str().unwrap());
+    let args =
+        ["--trace-out", trace, "--trace-level", "command", "sweep", kbx, "--workload", "stats", "--sizes", "8,16"];
+    args.into_iter().chain(["--runs", "2", "--warmup", "1"]).map(String::from).collect()
+}
+
 /// A sweep: one span per buffer size and per run (warm-up runs named as
 /// such), inside a command span labelled as a sweep.
 fn sweeps_have_a_span_per_size_and_run() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.json");
     let kbx = fixture("gnupg-mixed.kbx");
-    let o = run([
-        "--trace-out",
-        trace.to_str().unwrap(),
-        "--trace-level",
-        "command",
-        "sweep",
-        kbx.to_str().unwrap(),
-        "--workload",
-        "stats",
-        "--sizes",
-        "8,16",
-        "--runs",
-        "2",
-        "--warmup",
-        "1",
-    ]);
+    let o = run(sweep_args(&trace, &kbx));
     assert!(o.status.success(), "{}", stderr(&o));
     let events = check_trace(&trace);
     let begun = |name: &str| -> Vec<&Value> { events.iter().filter(|e| e["ph"] == "B" && e["name"] == name).collect() };
@@ -372,21 +366,9 @@ fn speedscope_opens_our_traces() {
     let profiles: Vec<&str> = seen["profile_selector"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(profiles.iter().any(|p| p.contains("kbxscope notes")), "the note has its own track: {profiles:?}");
 
-    let sweep = trace(
-        "sweep.json",
-        &[
-            "--trace-level",
-            "command",
-            "sweep",
-            kbx.to_str().unwrap(),
-            "--workload",
-            "stats",
-            "--sizes",
-            "8,16",
-            "--runs",
-            "2",
-        ],
-    );
+    let sweep = dir.path().join("sweep.json");
+    let o = run(sweep_args(&sweep, &kbx));
+    assert!(o.status.success(), "{}", stderr(&o));
     speedscope(&sweep, &["command", "size", "warmup", "run"]);
 }
 

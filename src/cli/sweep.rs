@@ -242,7 +242,6 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     let results = &sweep.results;
     let seed = results.iter().any(|r| r.seed.is_some());
     let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
-    let gpgsm = gnupg.is_some();
     let ms = results.iter().all(|r| r.wall_s.max < 1.0);
     let (unit, scale, digits) = if ms { ("ms", 1000.0, 2) } else { ("s", 1.0, 3) };
     let t = move |v: f64| format!("{:.digits$}", v * scale);
@@ -262,7 +261,7 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     if wide {
         cols.push(Column::new(["", "min … max"], results, |r| format!("{} … {}", t(r.wall_s.min), t(r.wall_s.max))));
     }
-    if wide || !gpgsm {
+    if wide || gnupg.is_none() {
         cols.push(Column::new(["", "user"], results, |r| t(r.user_s.median)));
         cols.push(Column::new(["", "sys"], results, |r| t(r.sys_s.median)));
     }
@@ -271,7 +270,7 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     }
     if seed {
         cols.push(Column::new(["seed", "events"], results, |r| r.seed.map_or_else(dash, |x| thousands(x.events))));
-        if wide || !gpgsm {
+        if wide || gnupg.is_none() {
             cols.push(Column::new(["", "ratio"], results, |r| {
                 r.seed.map_or_else(dash, |x| format!("{:.3}", r.events.total() as f64 / x.events as f64))
             }));
@@ -280,8 +279,7 @@ fn table(sweep: &Sweep, wide: bool) -> String {
             cols.push(Column::new(["seed", "time"], results, |r| r.seed.map_or_else(dash, |x| t(x.time_s))));
         }
     }
-    if gpgsm {
-        let tool = gnupg.unwrap_or("gpgsm");
+    if let Some(tool) = gnupg {
         cols.push(Column::new([tool, "events"], results, |r| r.gnupg.map_or_else(dash, |x| thousands(x.events))));
         cols.push(Column::new([tool, "time"], results, |r| r.gnupg.map_or_else(dash, |x| t(x.time_s))));
     }
