@@ -314,7 +314,7 @@ fn gen(a: &GenArgs) -> Result<ExitCode> {
     keybox::write_outputs(&a.out, &g, a.force)?;
     let s = &g.summary;
     eprintln!(
-        "kbxscope: wrote {} in {:.1} s: {} bytes, {} blobs ({} OpenPGP keys with {} certifications and {} photo ids; \
+        "kbxscope: wrote {} in {:.1} s: {} bytes, {} blobs ({} OpenPGP keys with {} certifications, {} of them by keys not in the keybox, and {} photo ids; \
          {} X.509 certificates: {} roots, {} intermediates, {} end entities, {} with a missing issuer, {} expired)",
         a.out.display(),
         started.elapsed().as_secs_f64(),
@@ -322,6 +322,7 @@ fn gen(a: &GenArgs) -> Result<ExitCode> {
         s.blobs,
         s.openpgp,
         s.certifications,
+        s.outside_certifications,
         s.photos,
         s.x509,
         s.roots,

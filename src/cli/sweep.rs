@@ -350,7 +350,7 @@ mod tests {
             keybox_changed: Vec::new(),
         };
         Sweep {
-            keybox: "/root/.cache/kbxscope/seed-v1-seed1.kbx".into(),
+            keybox: "/root/.cache/kbxscope/seed-v2-seed1.kbx".into(),
             workload: Workload::Validate(Lookup::Gnupg),
             lookup: Some("gnupg"),
             warmup: 1,

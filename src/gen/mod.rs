@@ -11,7 +11,29 @@
 //!
 //! The output depends only on the generator version, the configuration and
 //! the seed: timestamps are fixed and all randomness comes from a ChaCha20
-//! stream seeded with `seed`.
+//! stream seeded with `seed` (the keys from outside, see below, from a
+//! second stream of the same seed, so that they change nothing else).
+//!
+//! # The web of certifications
+//!
+//! Certification counts are heavy-tailed (most keys a few, some hundreds).
+//! The signers are the first [`SIGNER_POOL`] keys of the keybox and, for a
+//! share [`OUTSIDE_SHARE`] of the certifications, as many keys that are
+//! *not* in it: a keyring holds the keys its owner uses, while their
+//! certifications come from the whole web of trust. gpg marks those `?`
+//! (no public key) after its lookups have failed.
+//!
+//! Cost model for `gpg --check-sigs` (file events with a buffer of B
+//! bytes on a keybox of S bytes; see `sigs::lookup` for the pattern): about
+//! ⌈S/B⌉ reads each for the two startup passes and the listing; for every
+//! third-party certification a new handle that reads up to the signer's
+//! blob (half the file on average) when the signer is in the keybox, and
+//! the whole file when it is not (no cache stands in front of gpg's
+//! fingerprint search); for every signer's key id the first time, one more
+//! scan on the cached handle up to its blob or to the end. So the reads
+//! grow with `certifications × (1 + OUTSIDE_SHARE) / 2 × ⌈S/B⌉`, and
+//! `--list-sigs` (key-id lookups only, with a not-found cache) with the
+//! number of distinct signers, in the keybox or not.
 
 pub mod cache;
 
@@ -34,7 +56,7 @@ use x509::IssuedCert;
 
 /// Bumped whenever the same options would give different bytes; part of
 /// the cached default keybox's file name.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// 2019-01-01T00:00:00Z: the first import into a generated keybox.
 const FIRST_IMPORT: u32 = 1_546_300_800;
@@ -42,8 +64,12 @@ const FIRST_IMPORT: u32 = 1_546_300_800;
 const OLDEST_KEY: u32 = 1_325_376_000;
 /// 2025-06-01T00:00:00Z: the newest OpenPGP key and certification.
 const NEWEST: u32 = 1_748_736_000;
-/// Keys whose primaries certify other keys (the first ones generated).
-const SIGNER_POOL: usize = 600;
+/// Keys whose primaries certify other keys (the first ones generated), and
+/// as many keys from outside the keybox.
+pub const SIGNER_POOL: usize = 600;
+/// Share of third-party certifications made by a key that is not in the
+/// keybox (its signature verifies against the key gen made and threw away).
+pub const OUTSIDE_SHARE: f64 = 0.3;
 /// Share of OpenPGP keys with a photo id.
 const PHOTO_SHARE: f64 = 0.4;
 /// Bytes a photo adds besides its JPEG (packet headers, self-signature, trust packets).
@@ -127,6 +153,8 @@ pub struct Summary {
     pub expired: Vec<String>,
     /// Third-party certifications on OpenPGP user ids.
     pub certifications: usize,
+    /// Of those, the ones made by keys that are not in the keybox.
+    pub outside_certifications: usize,
     /// Photo ids.
     pub photos: usize,
     /// File size in bytes.
@@ -162,7 +190,7 @@ pub fn generate(cfg: &GenConfig, progress: Progress<'_>) -> Result<Generated, Ge
     let mut rng = ChaCha20Rng::seed_from_u64(cfg.seed);
     let plan = pki::plan(cfg.x509, KEYID_ONLY_SHARE, &mut rng);
     let certs = issue_all(&plan, &mut rng, progress)?;
-    let (mut keys, certifications) = make_keys(cfg.openpgp, &mut rng, progress)?;
+    let (mut keys, certifications) = make_keys(cfg.openpgp, cfg.seed, &mut rng, progress)?;
     let layout = lay_out(&plan, keys.len(), &mut rng);
 
     // Size everything but the photos, then let photos fill up to the target.
@@ -205,8 +233,22 @@ fn issue_all(plan: &PkiPlan, rng: &mut ChaCha20Rng, progress: Progress<'_>) -> R
     Ok(certs)
 }
 
-/// Keys, and the number of certifications made.
-fn make_keys(n: usize, rng: &mut ChaCha20Rng, progress: Progress<'_>) -> Result<(Vec<BuiltKey>, usize), GenError> {
+/// Numbers of certifications made.
+#[derive(Debug, Clone, Copy, Default)]
+struct Certifications {
+    total: usize,
+    outside: usize,
+}
+
+/// Keys, and the certifications made. The keys from outside the keybox
+/// come from a second stream of `seed`, so that the main stream, and with
+/// it everything else in the file, is the same as without them.
+fn make_keys(
+    n: usize,
+    seed: u64,
+    rng: &mut ChaCha20Rng,
+    progress: Progress<'_>,
+) -> Result<(Vec<BuiltKey>, Certifications), GenError> {
     let mut keys = Vec::with_capacity(n);
     for i in 0..n {
         progress("making OpenPGP keys", i, n);
@@ -216,16 +258,18 @@ fn make_keys(n: usize, rng: &mut ChaCha20Rng, progress: Progress<'_>) -> Result<
             85..=94 => 3,
             _ => 4,
         };
-        let spec = KeySpec {
-            created: rng.gen_range(OLDEST_KEY..NEWEST - 86_400 * 400),
-            rsa: rng.gen_bool(0.08).then(|| rng.gen_range(0..4)),
-            user_ids: names::user_ids(rng, i, uids),
-        };
-        keys.push(make_key(&spec, rng)?);
+        keys.push(make_key(&key_spec(rng, i, uids), rng)?);
     }
     // Heavy-tailed certification counts: most keys few, a few hundreds.
     let pool = n.min(SIGNER_POOL);
-    let mut total = 0;
+    let mut outside_rng = ChaCha20Rng::seed_from_u64(seed);
+    outside_rng.set_stream(1);
+    let mut outside = Vec::with_capacity(pool);
+    for j in 0..pool {
+        progress("making keys from outside the keybox", j, pool);
+        outside.push(make_key(&key_spec(&mut outside_rng, n + j, 1), &mut outside_rng)?);
+    }
+    let mut made = Certifications::default();
     let mut signers: Vec<usize> = (0..pool).collect();
     for i in 0..n {
         progress("certifying user ids", i, n);
@@ -234,14 +278,27 @@ fn make_keys(n: usize, rng: &mut ChaCha20Rng, progress: Progress<'_>) -> Result<
         let count = wanted.min(pool.saturating_sub(1));
         signers.shuffle(rng);
         for &s in signers.iter().filter(|&&s| s != i).take(count) {
-            let when = keys[i].created().max(keys[s].created()) + rng.gen_range(86_400..86_400 * 365);
+            let stranger = outside_rng.gen_bool(OUTSIDE_SHARE).then(|| outside_rng.gen_range(0..pool));
+            let signer_created = stranger.map_or(keys[s].created(), |o| outside[o].created());
+            let when = keys[i].created().max(signer_created) + rng.gen_range(86_400..86_400 * 365);
             let uid = if rng.gen_bool(0.6) { 0 } else { rng.gen_range(0..keys[i].user_count()) };
             let (signee, signer) = pair_mut(&mut keys, i, s);
+            let signer = stranger.map_or(signer, |o| &outside[o]);
             signee.certify(uid, &signer.primary, when.min(NEWEST))?;
-            total += 1;
+            made.total += 1;
+            made.outside += usize::from(stranger.is_some());
         }
     }
-    Ok((keys, total))
+    Ok((keys, made))
+}
+
+/// A key's creation time, algorithm and `uids` user ids (the `serial`-th person).
+fn key_spec(rng: &mut ChaCha20Rng, serial: usize, uids: usize) -> KeySpec {
+    KeySpec {
+        created: rng.gen_range(OLDEST_KEY..NEWEST - 86_400 * 400),
+        rsa: rng.gen_bool(0.08).then(|| rng.gen_range(0..4)),
+        user_ids: names::user_ids(rng, serial, uids),
+    }
 }
 
 /// A mutable and a shared reference to two different keys.
@@ -379,7 +436,7 @@ fn summarize(
     certs: &[IssuedCert],
     keys: usize,
     blobs: usize,
-    certifications: usize,
+    certifications: Certifications,
     photos: usize,
     size: usize,
 ) -> Summary {
@@ -395,7 +452,8 @@ fn summarize(
         leaves: role(Role::Leaf),
         missing_issuer: expected(Expected::MissingIssuer),
         expired: expected(Expected::Expired),
-        certifications,
+        certifications: certifications.total,
+        outside_certifications: certifications.outside,
         photos,
         size: size as u64,
     }
@@ -430,6 +488,30 @@ mod tests {
         assert_eq!(listed.listed, 36);
         let other = generate(&GenConfig { seed: 2, ..Preset::Tiny.config() }, &mut |_, _, _| {}).unwrap();
         assert_ne!(other.keybox, a.keybox);
+    }
+
+    #[test]
+    fn some_signers_are_outside_the_keybox() {
+        use crate::sigs::{Mode, SigStatus};
+        use crate::workload::sigs::{run, Startup};
+        let g = tiny();
+        let s = &g.summary;
+        assert!(s.outside_certifications > 0 && s.outside_certifications < s.certifications, "{s:?}");
+        let opener = crate::io::MemoryOpener::new(&g.keybox, BufferSize::Bytes(8192));
+        let (mut good, mut no_key, mut other) = (0, 0, 0);
+        let outcome = run(&opener, Mode::CheckSigs, crate::validate::Lookup::Index, Startup { now: i64::MAX }, |k| {
+            for sig in k.signatures.iter().flat_map(|g| &g.sigs) {
+                match sig.status {
+                    SigStatus::Good => good += 1,
+                    SigStatus::NoKey => no_key += 1,
+                    _ => other += 1,
+                }
+            }
+        })
+        .unwrap();
+        assert!(outcome.fatal.is_none(), "{:?}", outcome.fatal);
+        assert_eq!((no_key, other), (s.outside_certifications, 0), "every signature made by a key in it is good");
+        assert!(good > s.certifications - s.outside_certifications, "self-signatures and certifications");
     }
 
     #[test]
