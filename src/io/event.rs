@@ -1,8 +1,9 @@
-//! One file event: a system call, timed with the monotonic clock, counted
-//! in the handle's [`IoStats`] and, when a trace at `event` level is on,
-//! wrapped in a span. Every system call on a keybox goes through [`timed`].
-
-use std::time::Instant;
+//! One file event: a system call, timed with `quanta`'s clock (the CPU's
+//! time-stamp counter scaled to nanoseconds, calibrated once against the
+//! monotonic clock; the monotonic clock itself where there is no usable
+//! counter), counted in the handle's [`IoStats`] and, when a trace at
+//! `event` level is on, wrapped in a span. Every system call on a keybox
+//! goes through [`timed`].
 
 use super::stats::{FileOp, IoStats};
 
@@ -44,7 +45,7 @@ pub(crate) fn timed<T, E: std::fmt::Display>(
 ) -> Result<T, E> {
     let span = trace.then(|| event_span(op, stats.buffer_size, offset));
     let entered = span.as_ref().map(tracing::Span::enter);
-    let start = Instant::now();
+    let start = quanta::Instant::now();
     let r = call();
     let took = start.elapsed();
     stats.record(op, took);

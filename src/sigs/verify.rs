@@ -1,9 +1,19 @@
 //! Verifying one key signature with the signer's key, the checks gpg's
 //! `check_key_signature` makes, through the `pgp` crate. No I/O.
+//!
+//! The `pgp` crate hashes what a signature covers and hands the digest to
+//! the signer's key. RSA keys get it through [`Fast`]: aws-lc-rs checks
+//! PKCS#1 v1.5 with SHA-1 and SHA-2 first (the `rsa` crate's pure-Rust
+//! arithmetic is most of an RSA-heavy keybox's CPU), and only a signature
+//! aws-lc-rs verifies counts there; anything else goes to the `pgp`
+//! crate's own check, so no verdict depends on the fast path.
 
 use pgp::errors::Error;
 use pgp::packet::{PublicKey, PublicSubkey, Signature};
-use pgp::types::{KeyDetails, Tag};
+use pgp::ser::Serialize;
+use pgp::types::{
+    Fingerprint, KeyDetails, KeyId, KeyVersion, PublicParams, SignatureBytes, Tag, Timestamp, VerifyingKey,
+};
 
 use super::keyblock::{key_id_bytes, Component, Keyblock};
 
@@ -52,8 +62,14 @@ pub fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signe
     macro_rules! with_signer {
         ($k:ident => $e:expr) => {
             match signer {
-                SignerKey::Primary($k) => $e,
-                SignerKey::Sub($k) => $e,
+                SignerKey::Primary(key) => {
+                    let $k = &Fast(key);
+                    $e
+                }
+                SignerKey::Sub(key) => {
+                    let $k = &Fast(key);
+                    $e
+                }
             }
         };
     }
@@ -88,5 +104,184 @@ fn classify(e: &Error) -> Verdict {
             }
         }
         _ => Verdict::Bad,
+    }
+}
+
+/// A signer's key whose RSA signatures aws-lc-rs checks first (see the
+/// module docs); everything else is the key's own.
+#[derive(Debug)]
+struct Fast<'a, K>(&'a K);
+
+impl<K: KeyDetails> KeyDetails for Fast<'_, K> {
+    fn version(&self) -> KeyVersion {
+        self.0.version()
+    }
+    fn legacy_key_id(&self) -> KeyId {
+        self.0.legacy_key_id()
+    }
+    fn fingerprint(&self) -> Fingerprint {
+        self.0.fingerprint()
+    }
+    fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
+        self.0.algorithm()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.0.created_at()
+    }
+    fn legacy_v3_expiration_days(&self) -> Option<u16> {
+        self.0.legacy_v3_expiration_days()
+    }
+    fn public_params(&self) -> &PublicParams {
+        self.0.public_params()
+    }
+}
+
+impl<K: VerifyingKey> VerifyingKey for Fast<'_, K> {
+    fn verify(
+        &self,
+        hash: pgp::crypto::hash::HashAlgorithm,
+        digest: &[u8],
+        sig: &SignatureBytes,
+    ) -> pgp::errors::Result<()> {
+        if rsa_verified_fast(self.0.public_params(), hash, digest, sig) {
+            return Ok(());
+        }
+        self.0.verify(hash, digest, sig)
+    }
+}
+
+impl<K: Serialize> Serialize for Fast<'_, K> {
+    fn to_writer<W: std::io::Write>(&self, w: &mut W) -> pgp::errors::Result<()> {
+        self.0.to_writer(w)
+    }
+    fn write_len(&self) -> usize {
+        self.0.write_len()
+    }
+}
+
+/// Whether aws-lc-rs verifies an RSA PKCS#1 v1.5 signature over `digest`;
+/// `false` also for other keys, hashes and anything it does not take.
+fn rsa_verified_fast(
+    params: &PublicParams,
+    hash: pgp::crypto::hash::HashAlgorithm,
+    digest: &[u8],
+    sig: &SignatureBytes,
+) -> bool {
+    use aws_lc_rs::{digest as d, signature as aws};
+    use pgp::crypto::hash::HashAlgorithm as H;
+    use rsa::pkcs1::EncodeRsaPublicKey;
+    use rsa::traits::PublicKeyParts;
+    let PublicParams::RSA(rsa) = params else { return false };
+    let (algorithm, digest_alg): (&aws::RsaParameters, _) = match hash {
+        H::Sha1 => (&aws::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, &d::SHA1_FOR_LEGACY_USE_ONLY),
+        H::Sha256 => (&aws::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY, &d::SHA256),
+        H::Sha384 => (&aws::RSA_PKCS1_2048_8192_SHA384, &d::SHA384),
+        H::Sha512 => (&aws::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY, &d::SHA512),
+        _ => return false,
+    };
+    let SignatureBytes::Mpis(mpis) = sig else { return false };
+    let [value] = mpis.as_slice() else { return false };
+    let value = value.as_ref();
+    // OpenPGP strips an RSA signature's leading zeros; PKCS#1 wants the modulus' length.
+    let size = rsa.key.size();
+    if value.len() > size {
+        return false;
+    }
+    let mut padded = vec![0u8; size];
+    padded[size - value.len()..].copy_from_slice(value);
+    let (Ok(der), Ok(digest)) = (rsa.key.to_pkcs1_der(), d::Digest::import_less_safe(digest, digest_alg)) else {
+        return false;
+    };
+    aws::UnparsedPublicKey::new(algorithm, der.as_bytes()).verify_digest(&digest, &padded).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::openpgp::{make_key, KeySpec};
+    use pgp::composed::SignedPublicKey;
+    use rand::SeedableRng;
+    use std::cell::RefCell;
+
+    type Seen = (pgp::crypto::hash::HashAlgorithm, Vec<u8>, SignatureBytes);
+
+    /// A key that remembers the digest the `pgp` crate hands it.
+    #[derive(Debug)]
+    struct Capture<'a>(&'a PublicKey, RefCell<Option<Seen>>);
+
+    impl KeyDetails for Capture<'_> {
+        fn version(&self) -> KeyVersion {
+            self.0.version()
+        }
+        fn legacy_key_id(&self) -> KeyId {
+            self.0.legacy_key_id()
+        }
+        fn fingerprint(&self) -> Fingerprint {
+            self.0.fingerprint()
+        }
+        fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
+            self.0.algorithm()
+        }
+        fn created_at(&self) -> Timestamp {
+            self.0.created_at()
+        }
+        fn legacy_v3_expiration_days(&self) -> Option<u16> {
+            self.0.legacy_v3_expiration_days()
+        }
+        fn public_params(&self) -> &PublicParams {
+            self.0.public_params()
+        }
+    }
+
+    impl VerifyingKey for Capture<'_> {
+        fn verify(
+            &self,
+            hash: pgp::crypto::hash::HashAlgorithm,
+            digest: &[u8],
+            sig: &SignatureBytes,
+        ) -> pgp::errors::Result<()> {
+            *self.1.borrow_mut() = Some((hash, digest.to_vec(), sig.clone()));
+            self.0.verify(hash, digest, sig)
+        }
+    }
+
+    impl Serialize for Capture<'_> {
+        fn to_writer<W: std::io::Write>(&self, w: &mut W) -> pgp::errors::Result<()> {
+            self.0.to_writer(w)
+        }
+        fn write_len(&self) -> usize {
+            self.0.write_len()
+        }
+    }
+
+    #[test]
+    fn aws_lc_rs_takes_rsa_certifications_and_nothing_false() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
+        let spec = |rsa, uid: &str| KeySpec { created: 1_600_000_000, rsa, user_ids: vec![uid.into()] };
+        let mut alice = make_key(&spec(None, "Alice <a@example.org>"), &mut rng).unwrap();
+        let bob = make_key(&spec(Some(0), "Bob <b@example.org>"), &mut rng).unwrap();
+        alice.certify(0, &bob.primary, 1_650_000_000).unwrap();
+        let (block, _) = alice.keyblock().unwrap();
+        let packets = pgp::packet::PacketParser::new(&block.bytes[..])
+            .filter(|p| !matches!(p, Ok(pgp::packet::Packet::Trust(_))));
+        let key = <SignedPublicKey as pgp::composed::Deserializable>::from_packets(packets.peekable())
+            .next()
+            .unwrap()
+            .unwrap();
+        let (user, sig) = (&key.details.users[0].id, &key.details.users[0].signatures[1]);
+        let bob_key = bob.primary.public_key();
+        let capture = Capture(bob_key, RefCell::new(None));
+        sig.verify_third_party_certification(&key.primary_key, &capture, Tag::UserId, user).unwrap();
+        let (hash, digest, bytes) = capture.1.take().expect("the pgp crate asked the key");
+        assert!(rsa_verified_fast(bob_key.public_params(), hash, &digest, &bytes), "a good RSA signature");
+        let mut wrong = digest.clone();
+        wrong[0] ^= 1;
+        assert!(!rsa_verified_fast(bob_key.public_params(), hash, &wrong, &bytes), "another digest");
+        assert!(!rsa_verified_fast(key.primary_key.public_params(), hash, &digest, &bytes), "not an RSA key");
+        // Through verify(): good, and bad once the certified user id changes.
+        let component = Component::Uid(key.details.users[0].id.clone());
+        assert_eq!(verify(&key.primary_key, &component, sig, SignerKey::Primary(bob_key)), Verdict::Good);
+        let other = pgp::packet::UserId::from_str(Default::default(), "Mallory <m@example.org>").unwrap();
+        assert_eq!(verify(&key.primary_key, &Component::Uid(other), sig, SignerKey::Primary(bob_key)), Verdict::Bad);
     }
 }

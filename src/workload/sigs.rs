@@ -105,10 +105,17 @@ pub fn run<O: Opener + Clone>(
                 Ok(())
             })?;
             let fatal = out.fatal.take();
-            for (k, signer) in pending {
-                if let Err(e) = walk(k, signer, mode, startup.now, &mut index, &mut out, &mut emit) {
-                    out.fatal = Some(e);
-                    break;
+            let checked = check_all(&pending, mode, startup.now, &index);
+            for ((mut k, _), groups) in pending.into_iter().zip(checked) {
+                match groups {
+                    Ok(groups) => {
+                        k.signatures = groups;
+                        finish(k, &mut out, &mut emit);
+                    }
+                    Err(e) => {
+                        out.fatal = Some(ScanError::content(k.blob_index, k.offset, e));
+                        break;
+                    }
                 }
             }
             out.fatal = out.fatal.take().or(fatal);
@@ -188,6 +195,65 @@ fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
     (KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }, signer)
 }
 
+/// Every pending key's signatures checked against the finished index, on
+/// as many threads as there are cores: each takes the next key until none
+/// is left (keys differ a hundredfold in their signatures), and the
+/// results come back in the listing's order. A verdict depends only on the
+/// keyblock and its signer, so the threads change no status.
+fn check_all(
+    pending: &[(KeySigs, Arc<Signer>)],
+    mode: Mode,
+    now: i64,
+    index: &IndexLookup,
+) -> Vec<Result<Vec<SigGroup>, crate::sigs::LookupError>> {
+    let one = |i: usize| {
+        let (k, signer) = &pending[i];
+        let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
+        let mut lookup = index;
+        check_keyblock(&signer.keyblock, mode, now, &mut lookup)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if threads < 2 || pending.len() < 2 {
+        return (0..pending.len()).map(one).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= pending.len() {
+                return done;
+            }
+            done.push((i, one(i)));
+        }
+    };
+    let mut slots: Vec<Option<_>> = (0..pending.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|n| std::thread::Builder::new().name(format!("sigcheck-{n}")).spawn_scoped(s, work).ok())
+            .collect();
+        for (i, r) in work() {
+            slots[i] = Some(r);
+        }
+        for h in helpers {
+            // A worker's panic is a bug: let it surface as one.
+            for (i, r) in h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+                slots[i] = Some(r);
+            }
+        }
+    });
+    slots.into_iter().map(|r| r.expect("every key checked")).collect()
+}
+
+/// Count a key's statuses and hand it on.
+fn finish(k: KeySigs, out: &mut SigsOutcome, emit: &mut impl FnMut(KeySigs)) {
+    for s in k.signatures.iter().flat_map(|g| &g.sigs) {
+        out.counts.add(s.status);
+    }
+    out.listed += 1;
+    emit(k);
+}
+
 fn walk(
     mut k: KeySigs,
     signer: Arc<Signer>,
@@ -200,10 +266,6 @@ fn walk(
     let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
     k.signatures = check_keyblock(&signer.keyblock, mode, now, lookup)
         .map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
-    for s in k.signatures.iter().flat_map(|g| &g.sigs) {
-        out.counts.add(s.status);
-    }
-    out.listed += 1;
-    emit(k);
+    finish(k, out, emit);
     Ok(())
 }
