@@ -47,7 +47,10 @@
 //!
 //! kbxscope reproduces this read-only; it models neither the dotlock
 //! files nor `trustdb.gpg`, and verifies every signature (gpg also keeps a
-//! per-process result cache, which only saves CPU).
+//! per-process result cache, which only saves CPU). It saves CPU where gpg
+//! does not, never a read: the caches are hash maps with gpg's eviction
+//! rules, and a signer's blob that a search reads again is decoded again
+//! only if its bytes changed.
 //!
 //! # The other strategies
 //!
@@ -129,6 +132,38 @@ pub trait SignerLookup {
     fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError>;
 }
 
+/// Keyblocks already decoded, by file offset, with the bytes they were
+/// decoded from: gpg decodes a signer's keyblock every time a search
+/// finds it, kbxscope once per distinct blob (a hit is taken only when
+/// the bytes just read are the same). Reads are not affected: every
+/// search still reads and copies the blob.
+#[derive(Default)]
+struct Decoded {
+    by_offset: HashMap<u64, (Vec<u8>, Arc<Signer>)>,
+}
+
+/// What a strategy's searches reuse: the blob buffer and the decoded keyblocks.
+#[derive(Default)]
+struct Scratch {
+    image: Vec<u8>,
+    decoded: Decoded,
+}
+
+impl Decoded {
+    /// The signer in `image`, the blob read at `offset`.
+    fn signer(&mut self, offset: u64, image: &[u8]) -> Option<Arc<Signer>> {
+        if let Some((bytes, s)) = self.by_offset.get(&offset) {
+            if bytes.as_slice() == image {
+                return Some(s.clone());
+            }
+        }
+        let Ok(Blob::Key(blob)) = parse_blob(image) else { return None };
+        let s = Arc::new(Signer::from_blob(&blob));
+        self.by_offset.insert(offset, (image.to_vec(), s.clone()));
+        Some(s)
+    }
+}
+
 /// Read blobs from the reader's position until an OpenPGP blob (not
 /// ephemeral) has a key whose fingerprint `matches` accepts, or the file
 /// ends. Every blob is read completely, as GnuPG's keybox search does —
@@ -138,9 +173,10 @@ pub trait SignerLookup {
 fn search<F: std::io::Read + std::io::Seek>(
     strategy: &'static str,
     r: &mut BufferedReader<F>,
-    image: &mut Vec<u8>,
+    scratch: &mut Scratch,
     matches: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<Arc<Signer>>, ReadBlobError> {
+    let Scratch { image, decoded } = scratch;
     crate::telemetry::scan_started(strategy, r.stats().buffer_size);
     // A blob is copied only when its key table has a wanted fingerprint
     // and it is not ephemeral (flags bit 1).
@@ -152,9 +188,9 @@ fn search<F: std::io::Read + std::io::Seek>(
     loop {
         match read_blob(r, image, policy)? {
             Next::Eof => return Ok(None),
-            Next::Blob { .. } => {
-                if let Ok(Blob::Key(blob)) = parse_blob(image) {
-                    return Ok(Some(Arc::new(Signer::from_blob(&blob))));
+            Next::Blob { offset } => {
+                if let Some(s) = decoded.signer(offset, image) {
+                    return Ok(Some(s));
                 }
             }
             Next::Deleted { .. } | Next::TooLarge { .. } | Next::Passed { .. } => {}
@@ -222,21 +258,21 @@ impl<O: Opener> KbHandle<O> {
     fn search(
         &mut self,
         opener: &O,
-        image: &mut Vec<u8>,
+        scratch: &mut Scratch,
         matches: impl Fn(&[u8]) -> bool,
     ) -> Result<Option<Arc<Signer>>, LookupError> {
         if self.file.is_none() {
             self.file = Some(opener.open()?);
         }
         let f = self.file.as_mut().expect("just opened");
-        Ok(search("gnupg", f, image, matches)?)
+        Ok(search("gnupg", f, scratch, matches)?)
     }
 }
 
 /// gpg's access pattern; see the module docs.
 pub struct GnupgLookup<O: Opener> {
     opener: O,
-    image: Vec<u8>,
+    scratch: Scratch,
     /// `ctrl->cached_getkey_kdb`.
     cached: Option<KbHandle<O>>,
     uid_cache: UidCache,
@@ -330,7 +366,7 @@ impl<O: Opener> GnupgLookup<O> {
     pub fn new(opener: O) -> Self {
         Self {
             opener,
-            image: Vec::new(),
+            scratch: Scratch::default(),
             cached: None,
             uid_cache: UidCache::default(),
             pk_cache: PkCache::default(),
@@ -356,10 +392,10 @@ impl<O: Opener> GnupgLookup<O> {
         // quietly (the listing then reports the problem): read errors end
         // the check, only a failed open is an error.
         let mut f = self.opener.open()?;
-        if !matches!(read_blob(&mut f, &mut self.image, Take::all), Ok(Next::Blob { .. })) {
+        if !matches!(read_blob(&mut f, &mut self.scratch.image, Take::all), Ok(Next::Blob { .. })) {
             return Ok(());
         }
-        if let Ok(Blob::Header(h)) = parse_blob(&self.image) {
+        if let Ok(Blob::Header(h)) = parse_blob(&self.scratch.image) {
             if i64::from(h.last_maintenance) + 3 * 3600 > now {
                 return Ok(());
             }
@@ -367,7 +403,7 @@ impl<O: Opener> GnupgLookup<O> {
         if f.rewind_unbuffered().is_err() {
             return Ok(());
         }
-        while matches!(read_blob(&mut f, &mut self.image, Take::all), Ok(n) if n != Next::Eof) {}
+        while matches!(read_blob(&mut f, &mut self.scratch.image, Take::all), Ok(n) if n != Next::Eof) {}
         Ok(())
     }
 
@@ -397,7 +433,7 @@ impl<O: Opener> GnupgLookup<O> {
         let found = if self.kid_not_found.contains(&kid) {
             None
         } else {
-            let found = h.search(&self.opener, &mut self.image, by_kid(kid))?;
+            let found = h.search(&self.opener, &mut self.scratch, by_kid(kid))?;
             if found.is_none() {
                 self.kid_not_found.insert(kid);
             }
@@ -426,7 +462,7 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
                     .entered();
             let mut h = KbHandle::new();
-            let found = h.search(&self.opener, &mut self.image, by_fpr(fpr))?;
+            let found = h.search(&self.opener, &mut self.scratch, by_fpr(fpr))?;
             if self.cached.is_none() {
                 self.cached = Some(h);
             }
@@ -450,13 +486,13 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
 pub struct ScanLookup<O: Opener> {
     opener: O,
     handle: Option<O::Handle>,
-    image: Vec<u8>,
+    scratch: Scratch,
 }
 
 impl<O: Opener> ScanLookup<O> {
     /// A strategy opening its handle with `opener`.
     pub fn new(opener: O) -> Self {
-        Self { opener, handle: None, image: Vec::new() }
+        Self { opener, handle: None, scratch: Scratch::default() }
     }
 
     fn rescan(&mut self, matches: impl Fn(&[u8]) -> bool) -> Result<Option<Arc<Signer>>, LookupError> {
@@ -466,7 +502,7 @@ impl<O: Opener> ScanLookup<O> {
         }
         let h = self.handle.as_mut().expect("just opened");
         h.rewind().map_err(|source| ReadBlobError::Io { offset: 0, source })?;
-        Ok(search("scan", h, &mut self.image, matches)?)
+        Ok(search("scan", h, &mut self.scratch, matches)?)
     }
 }
 
@@ -575,6 +611,27 @@ mod tests {
         // The fingerprint of a dropped entry may come back.
         c.insert(&signer(7, last - 1));
         assert!(c.get(&kid(7)).is_some() && c.get(&kid(last)).is_none());
+    }
+
+    #[test]
+    fn a_decoded_keyblock_is_reused_only_for_the_same_bytes() {
+        let file = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
+        let mut blobs = Vec::new();
+        let mut at = 0;
+        while at + 5 <= file.len() {
+            let len = u32::from_be_bytes(file[at..at + 4].try_into().unwrap()) as usize;
+            if file[at + 4] == 2 {
+                blobs.push(&file[at..at + len]);
+            }
+            at += len;
+        }
+        let (a, b) = (blobs[0], blobs[1]);
+        let mut d = Decoded::default();
+        let first = d.signer(32, a).unwrap();
+        assert!(Arc::ptr_eq(&first, &d.signer(32, a).unwrap()), "same offset, same bytes: reused");
+        let other = d.signer(32, b).unwrap();
+        assert_ne!(other.fingerprints, first.fingerprints, "same offset, other bytes: decoded anew");
+        assert!(Arc::ptr_eq(&other, &d.signer(32, b).unwrap()));
     }
 
     #[test]
