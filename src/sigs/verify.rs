@@ -2,7 +2,7 @@
 //! `check_key_signature` makes, through the `pgp` crate. No I/O.
 //!
 //! The `pgp` crate hashes what a signature covers and hands the digest to
-//! the signer's key. RSA keys get it through [`Fast`]: aws-lc-rs checks
+//! the signer's key. RSA keys get it through `Fast`: aws-lc-rs checks
 //! PKCS#1 v1.5 with SHA-1 and SHA-2 first (the `rsa` crate's pure-Rust
 //! arithmetic is most of an RSA-heavy keybox's CPU), and only a signature
 //! aws-lc-rs verifies counts there; anything else goes to the `pgp`
