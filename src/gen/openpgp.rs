@@ -269,6 +269,17 @@ pub fn fake_jpeg(len: usize, rng: &mut impl Rng) -> Vec<u8> {
     j
 }
 
+/// The first key of keyblock `bytes` (gpg's framing: trust packets left
+/// out), for tests.
+#[cfg(test)]
+pub(crate) fn decode(bytes: &[u8]) -> SignedPublicKey {
+    let packets = pgp::packet::PacketParser::new(bytes).filter(|p| !matches!(p, Ok(pgp::packet::Packet::Trust(_))));
+    <SignedPublicKey as pgp::composed::Deserializable>::from_packets(packets.peekable())
+        .next()
+        .expect("a key")
+        .expect("it decodes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,12 +314,7 @@ mod tests {
         let (bb, _) = b.keyblock().unwrap();
         assert_eq!(describe(&bb.bytes).unwrap().algorithm, "rsa2048");
         // all signatures verify with the pgp crate
-        let packets = pgp::packet::PacketParser::new(&block.bytes[..])
-            .filter(|p| !matches!(p, Ok(pgp::packet::Packet::Trust(_))));
-        let key = <SignedPublicKey as pgp::composed::Deserializable>::from_packets(packets.peekable())
-            .next()
-            .unwrap()
-            .unwrap();
+        let key = decode(&block.bytes);
         let sig = &key.details.users[0].signatures[1];
         sig.verify_third_party_certification(
             &key.primary_key,

@@ -2,7 +2,7 @@
 //! `check_key_signature` makes, through the `pgp` crate. No I/O.
 //!
 //! The `pgp` crate hashes what a signature covers and hands the digest to
-//! the signer's key. RSA keys get it through `Fast`: aws-lc-rs checks
+//! the signer's key. Every key gets it through `Checked`: aws-lc-rs checks
 //! PKCS#1 v1.5 with SHA-1 and SHA-2 first (the `rsa` crate's pure-Rust
 //! arithmetic is most of an RSA-heavy keybox's CPU), and only a signature
 //! aws-lc-rs verifies counts there; anything else goes to the `pgp`
@@ -63,11 +63,11 @@ pub fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signe
         ($k:ident => $e:expr) => {
             match signer {
                 SignerKey::Primary(key) => {
-                    let $k = &Fast(key);
+                    let $k = &Checked { key, first: rsa_verified_fast };
                     $e
                 }
                 SignerKey::Sub(key) => {
-                    let $k = &Fast(key);
+                    let $k = &Checked { key, first: rsa_verified_fast };
                     $e
                 }
             }
@@ -107,55 +107,68 @@ fn classify(e: &Error) -> Verdict {
     }
 }
 
-/// A signer's key whose RSA signatures aws-lc-rs checks first (see the
-/// module docs); everything else is the key's own.
-#[derive(Debug)]
-struct Fast<'a, K>(&'a K);
+/// A signer's key with a check tried first (`first`: key parameters,
+/// hash, digest, signature): a signature it accepts is good, anything else
+/// gets the key's own verdict. Everything but `verify` is the key's.
+struct Checked<'a, K, C> {
+    key: &'a K,
+    first: C,
+}
 
-impl<K: KeyDetails> KeyDetails for Fast<'_, K> {
-    fn version(&self) -> KeyVersion {
-        self.0.version()
-    }
-    fn legacy_key_id(&self) -> KeyId {
-        self.0.legacy_key_id()
-    }
-    fn fingerprint(&self) -> Fingerprint {
-        self.0.fingerprint()
-    }
-    fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
-        self.0.algorithm()
-    }
-    fn created_at(&self) -> Timestamp {
-        self.0.created_at()
-    }
-    fn legacy_v3_expiration_days(&self) -> Option<u16> {
-        self.0.legacy_v3_expiration_days()
-    }
-    fn public_params(&self) -> &PublicParams {
-        self.0.public_params()
+impl<K: std::fmt::Debug, C> std::fmt::Debug for Checked<'_, K, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Checked").field(self.key).finish()
     }
 }
 
-impl<K: VerifyingKey> VerifyingKey for Fast<'_, K> {
+impl<K: KeyDetails, C> KeyDetails for Checked<'_, K, C> {
+    fn version(&self) -> KeyVersion {
+        self.key.version()
+    }
+    fn legacy_key_id(&self) -> KeyId {
+        self.key.legacy_key_id()
+    }
+    fn fingerprint(&self) -> Fingerprint {
+        self.key.fingerprint()
+    }
+    fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
+        self.key.algorithm()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.key.created_at()
+    }
+    fn legacy_v3_expiration_days(&self) -> Option<u16> {
+        self.key.legacy_v3_expiration_days()
+    }
+    fn public_params(&self) -> &PublicParams {
+        self.key.public_params()
+    }
+}
+
+impl<K, C> VerifyingKey for Checked<'_, K, C>
+where
+    K: VerifyingKey,
+    C: Fn(&PublicParams, pgp::crypto::hash::HashAlgorithm, &[u8], &SignatureBytes) -> bool,
+{
     fn verify(
         &self,
         hash: pgp::crypto::hash::HashAlgorithm,
         digest: &[u8],
         sig: &SignatureBytes,
     ) -> pgp::errors::Result<()> {
-        if rsa_verified_fast(self.0.public_params(), hash, digest, sig) {
+        if (self.first)(self.key.public_params(), hash, digest, sig) {
             return Ok(());
         }
-        self.0.verify(hash, digest, sig)
+        self.key.verify(hash, digest, sig)
     }
 }
 
-impl<K: Serialize> Serialize for Fast<'_, K> {
+impl<K: Serialize, C> Serialize for Checked<'_, K, C> {
     fn to_writer<W: std::io::Write>(&self, w: &mut W) -> pgp::errors::Result<()> {
-        self.0.to_writer(w)
+        self.key.to_writer(w)
     }
     fn write_len(&self) -> usize {
-        self.0.write_len()
+        self.key.write_len()
     }
 }
 
@@ -199,60 +212,10 @@ fn rsa_verified_fast(
 mod tests {
     use super::*;
     use crate::gen::openpgp::{make_key, KeySpec};
-    use pgp::composed::SignedPublicKey;
     use rand::SeedableRng;
     use std::cell::RefCell;
 
     type Seen = (pgp::crypto::hash::HashAlgorithm, Vec<u8>, SignatureBytes);
-
-    /// A key that remembers the digest the `pgp` crate hands it.
-    #[derive(Debug)]
-    struct Capture<'a>(&'a PublicKey, RefCell<Option<Seen>>);
-
-    impl KeyDetails for Capture<'_> {
-        fn version(&self) -> KeyVersion {
-            self.0.version()
-        }
-        fn legacy_key_id(&self) -> KeyId {
-            self.0.legacy_key_id()
-        }
-        fn fingerprint(&self) -> Fingerprint {
-            self.0.fingerprint()
-        }
-        fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
-            self.0.algorithm()
-        }
-        fn created_at(&self) -> Timestamp {
-            self.0.created_at()
-        }
-        fn legacy_v3_expiration_days(&self) -> Option<u16> {
-            self.0.legacy_v3_expiration_days()
-        }
-        fn public_params(&self) -> &PublicParams {
-            self.0.public_params()
-        }
-    }
-
-    impl VerifyingKey for Capture<'_> {
-        fn verify(
-            &self,
-            hash: pgp::crypto::hash::HashAlgorithm,
-            digest: &[u8],
-            sig: &SignatureBytes,
-        ) -> pgp::errors::Result<()> {
-            *self.1.borrow_mut() = Some((hash, digest.to_vec(), sig.clone()));
-            self.0.verify(hash, digest, sig)
-        }
-    }
-
-    impl Serialize for Capture<'_> {
-        fn to_writer<W: std::io::Write>(&self, w: &mut W) -> pgp::errors::Result<()> {
-            self.0.to_writer(w)
-        }
-        fn write_len(&self) -> usize {
-            self.0.write_len()
-        }
-    }
 
     #[test]
     fn aws_lc_rs_takes_rsa_certifications_and_nothing_false() {
@@ -262,17 +225,18 @@ mod tests {
         let bob = make_key(&spec(Some(0), "Bob <b@example.org>"), &mut rng).unwrap();
         alice.certify(0, &bob.primary, 1_650_000_000).unwrap();
         let (block, _) = alice.keyblock().unwrap();
-        let packets = pgp::packet::PacketParser::new(&block.bytes[..])
-            .filter(|p| !matches!(p, Ok(pgp::packet::Packet::Trust(_))));
-        let key = <SignedPublicKey as pgp::composed::Deserializable>::from_packets(packets.peekable())
-            .next()
-            .unwrap()
-            .unwrap();
+        let key = crate::gen::openpgp::decode(&block.bytes);
         let (user, sig) = (&key.details.users[0].id, &key.details.users[0].signatures[1]);
         let bob_key = bob.primary.public_key();
-        let capture = Capture(bob_key, RefCell::new(None));
+        // A first check that only remembers the digest the pgp crate hands the key.
+        let seen: RefCell<Option<Seen>> = RefCell::new(None);
+        let remember = |_: &PublicParams, hash, digest: &[u8], sig: &SignatureBytes| {
+            *seen.borrow_mut() = Some((hash, digest.to_vec(), sig.clone()));
+            false
+        };
+        let capture = Checked { key: bob_key, first: remember };
         sig.verify_third_party_certification(&key.primary_key, &capture, Tag::UserId, user).unwrap();
-        let (hash, digest, bytes) = capture.1.take().expect("the pgp crate asked the key");
+        let (hash, digest, bytes) = seen.take().expect("the pgp crate asked the key");
         assert!(rsa_verified_fast(bob_key.public_params(), hash, &digest, &bytes), "a good RSA signature");
         let mut wrong = digest.clone();
         wrong[0] ^= 1;
