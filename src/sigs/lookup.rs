@@ -407,18 +407,6 @@ impl<O: Opener> GnupgLookup<O> {
         Ok(())
     }
 
-    fn uid_cached(&self, kid: &[u8; 8]) -> Option<Arc<Signer>> {
-        self.uid_cache.get(kid)
-    }
-
-    fn cache_user_id(&mut self, s: &Arc<Signer>) {
-        self.uid_cache.insert(s);
-    }
-
-    fn cache_public_key(&mut self, kid: [u8; 8], s: &Arc<Signer>) {
-        self.pk_cache.insert(kid, s);
-    }
-
     /// `get_pubkey`'s key-id search through the cached handle.
     fn kid_search(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
         let mut h = match self.cached.take() {
@@ -441,7 +429,7 @@ impl<O: Opener> GnupgLookup<O> {
         };
         self.cached = Some(h);
         if let Some(s) = &found {
-            self.cache_user_id(s);
+            self.uid_cache.insert(s);
         }
         Ok(found)
     }
@@ -449,11 +437,11 @@ impl<O: Opener> GnupgLookup<O> {
 
 impl<O: Opener> SignerLookup for GnupgLookup<O> {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
-        if let Some(s) = self.uid_cached(&kid) {
+        if let Some(s) = self.uid_cache.get(&kid) {
             return Ok(Some(s));
         }
         self.kid_search(kid)?;
-        Ok(self.uid_cached(&kid))
+        Ok(self.uid_cache.get(&kid))
     }
 
     fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
@@ -467,7 +455,7 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
                 self.cached = Some(h);
             }
             if let Some(s) = found {
-                self.cache_user_id(&s);
+                self.uid_cache.insert(&s);
                 return Ok(Some(s));
             }
         }
@@ -476,7 +464,7 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
         }
         let found = self.kid_search(kid)?;
         if let Some(s) = &found {
-            self.cache_public_key(kid, s);
+            self.pk_cache.insert(kid, s);
         }
         Ok(found)
     }

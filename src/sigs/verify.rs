@@ -180,18 +180,20 @@ fn rsa_verified_fast(
     digest: &[u8],
     sig: &SignatureBytes,
 ) -> bool {
+    use crate::validate::sigverify::{aws_rsa_pkcs1, Hash};
     use aws_lc_rs::{digest as d, signature as aws};
     use pgp::crypto::hash::HashAlgorithm as H;
     use rsa::pkcs1::EncodeRsaPublicKey;
     use rsa::traits::PublicKeyParts;
     let PublicParams::RSA(rsa) = params else { return false };
-    let (algorithm, digest_alg): (&aws::RsaParameters, _) = match hash {
-        H::Sha1 => (&aws::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, &d::SHA1_FOR_LEGACY_USE_ONLY),
-        H::Sha256 => (&aws::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY, &d::SHA256),
-        H::Sha384 => (&aws::RSA_PKCS1_2048_8192_SHA384, &d::SHA384),
-        H::Sha512 => (&aws::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY, &d::SHA512),
+    let hash = match hash {
+        H::Sha1 => Hash::Sha1,
+        H::Sha256 => Hash::Sha256,
+        H::Sha384 => Hash::Sha384,
+        H::Sha512 => Hash::Sha512,
         _ => return false,
     };
+    let Some((algorithm, digest_alg)) = aws_rsa_pkcs1(hash) else { return false };
     let SignatureBytes::Mpis(mpis) = sig else { return false };
     let [value] = mpis.as_slice() else { return false };
     let value = value.as_ref();

@@ -186,6 +186,23 @@ pub fn verify(
     }
 }
 
+/// aws-lc-rs's RSA PKCS#1 v1.5 verification with `hash` (keys from 1024
+/// bits, as gpgsm and gpg take them; aws-lc-rs has SHA-384 from 2048 only)
+/// and its digest algorithm; `None` for hashes aws-lc-rs does not pair
+/// with PKCS#1. The fast paths of X.509 and OpenPGP checks both use it.
+pub fn aws_rsa_pkcs1(
+    hash: Hash,
+) -> Option<(&'static aws_lc_rs::signature::RsaParameters, &'static aws_lc_rs::digest::Algorithm)> {
+    use aws_lc_rs::{digest as d, signature as aws};
+    Some(match hash {
+        Hash::Sha1 => (&aws::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, &d::SHA1_FOR_LEGACY_USE_ONLY),
+        Hash::Sha256 => (&aws::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY, &d::SHA256),
+        Hash::Sha384 => (&aws::RSA_PKCS1_2048_8192_SHA384, &d::SHA384),
+        Hash::Sha512 => (&aws::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY, &d::SHA512),
+        _ => return None,
+    })
+}
+
 /// Whether aws-lc-rs verifies the signature, for the schemes it shares with
 /// gpgsm; `false` also when it does not take the key or scheme.
 fn verified_fast(
@@ -197,12 +214,9 @@ fn verified_fast(
 ) -> bool {
     use aws_lc_rs::signature as aws;
     let algorithm: &dyn aws::VerificationAlgorithm = match (scheme, key_alg) {
-        (Scheme::Pkcs1(hash), RSA_ENCRYPTION) => match hash {
-            Hash::Sha1 => &aws::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
-            Hash::Sha256 => &aws::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
-            Hash::Sha384 => &aws::RSA_PKCS1_2048_8192_SHA384,
-            Hash::Sha512 => &aws::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY,
-            _ => return false,
+        (Scheme::Pkcs1(hash), RSA_ENCRYPTION) => match aws_rsa_pkcs1(hash) {
+            Some((params, _)) => params,
+            None => return false,
         },
         (Scheme::Ecdsa(hash), EC_PUBLIC_KEY) => {
             let curve = spki.algorithm.parameters().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string());

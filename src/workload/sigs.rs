@@ -208,9 +208,7 @@ fn check_all(
 ) -> Vec<Result<Vec<SigGroup>, crate::sigs::LookupError>> {
     let one = |i: usize| {
         let (k, signer) = &pending[i];
-        let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
-        let mut lookup = index;
-        check_keyblock(&signer.keyblock, mode, now, &mut lookup)
+        check_key(k, signer, mode, now, &mut { index })
     };
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     if threads < 2 || pending.len() < 2 {
@@ -254,6 +252,18 @@ fn finish(k: KeySigs, out: &mut SigsOutcome, emit: &mut impl FnMut(KeySigs)) {
     emit(k);
 }
 
+/// One key's signatures, in a `key` span (target `kbx::lookup`).
+fn check_key(
+    k: &KeySigs,
+    signer: &Signer,
+    mode: Mode,
+    now: i64,
+    lookup: &mut impl SignerLookup,
+) -> Result<Vec<SigGroup>, crate::sigs::LookupError> {
+    let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
+    check_keyblock(&signer.keyblock, mode, now, lookup)
+}
+
 fn walk(
     mut k: KeySigs,
     signer: Arc<Signer>,
@@ -263,9 +273,8 @@ fn walk(
     out: &mut SigsOutcome,
     emit: &mut impl FnMut(KeySigs),
 ) -> Result<(), ScanError> {
-    let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
-    k.signatures = check_keyblock(&signer.keyblock, mode, now, lookup)
-        .map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
+    k.signatures =
+        check_key(&k, &signer, mode, now, lookup).map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
     finish(k, out, emit);
     Ok(())
 }
