@@ -4,12 +4,17 @@
 //! would pick for it (`merge_selfsigs`' rule).
 //!
 //! Decoded packet by packet with the `pgp` crate's packet parser, so a
-//! packet the crate cannot decode (an unknown algorithm, a corrupt
-//! signature) is kept as a [`Part::Broken`] signature instead of ending
-//! the keyblock. No I/O.
+//! packet the crate cannot decode (a v5 key or signature, an unknown
+//! algorithm, a corrupt signature) is kept, undecoded, instead of ending
+//! the keyblock. The keyblock's bytes are kept too, with where each
+//! packet's body lies, for what [`super::raw`] reads from them. No I/O.
+
+use std::ops::Range;
 
 use pgp::packet::{Packet, PacketParser, PublicKey, PublicSubkey, Signature, UserAttribute, UserId};
 use pgp::types::KeyDetails;
+
+use super::raw::KeyPacket;
 
 /// What a group of signatures is attached to.
 #[derive(Debug, Clone)]
@@ -26,12 +31,15 @@ pub enum Component {
 
 /// One signature packet, decoded or not.
 #[derive(Debug, Clone)]
-pub enum Part {
-    /// A signature the crate decoded, with gpg's cached verdict from the
-    /// ring-trust packet after it (`Some(valid)` when gpg checked it).
-    Sig(Box<Signature>, Option<bool>),
-    /// A signature packet the crate could not decode, with its reason.
-    Broken(String),
+pub struct Part {
+    /// The signature as the crate decoded it, or why it could not.
+    pub decoded: Result<Box<Signature>, String>,
+    /// gpg's cached verdict from the ring-trust packet after it
+    /// (`Some(valid)` when gpg checked it).
+    pub cached: Option<bool>,
+    /// Where its body lies in the keyblock's bytes (`None` when the
+    /// framing was not read).
+    pub body: Option<Range<usize>>,
 }
 
 /// A component and its signatures.
@@ -41,6 +49,9 @@ pub struct Group {
     pub component: Component,
     /// Its signature packets in keyblock order.
     pub sigs: Vec<Part>,
+    /// Where the component's packet body lies in the keyblock's bytes
+    /// (`None` for [`Component::Key`] and when the framing was not read).
+    pub body: Option<Range<usize>>,
 }
 
 /// A decoded keyblock.
@@ -51,6 +62,10 @@ pub struct Keyblock {
     pub primary: Option<Box<PublicKey>>,
     /// The groups in keyblock order, starting with [`Component::Key`].
     pub groups: Vec<Group>,
+    /// The keyblock's bytes.
+    image: Vec<u8>,
+    /// Where the primary key packet's body lies in them.
+    primary_body: Option<Range<usize>>,
 }
 
 impl Keyblock {
@@ -58,22 +73,28 @@ impl Keyblock {
     /// decoded as packets; the one after a signature gives its cached
     /// verdict (the "sigcache" byte: bit 0 checked, bit 1 valid).
     pub fn parse(image: &[u8]) -> Self {
-        let mut kb = Keyblock { primary: None, groups: vec![Group { component: Component::Key, sigs: Vec::new() }] };
+        let mut kb = Keyblock {
+            primary: None,
+            groups: vec![Group { component: Component::Key, sigs: Vec::new(), body: None }],
+            image: image.to_vec(),
+            primary_body: None,
+        };
         let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
             // Framing the splitter does not read (e.g. partial lengths):
             // the crate's parser alone, without the cached verdicts.
             for p in PacketParser::new(image) {
-                kb.add(p);
+                kb.add(p, None, None);
             }
             return kb;
         };
         let mut start = 0;
         for p in packets {
-            let end = p.body.as_ptr() as usize - image.as_ptr() as usize + p.body.len();
+            let body_start = p.body.as_ptr() as usize - image.as_ptr() as usize;
+            let end = body_start + p.body.len();
             let whole = &image[start..end];
             start = end;
             if p.tag == crate::kbx::keyblock::tag::TRUST {
-                if let (Some(&cache), Some(Part::Sig(_, cached))) =
+                if let (Some(&cache), Some(Part { cached, .. })) =
                     (p.body.get(1), kb.groups.last_mut().and_then(|g| g.sigs.last_mut()))
                 {
                     if cached.is_none() && cache & 1 != 0 {
@@ -83,28 +104,30 @@ impl Keyblock {
                 continue;
             }
             if let Some(item) = PacketParser::new(whole).next() {
-                kb.add_tagged(item, Some(p.tag));
+                kb.add(item, Some(p.tag), Some(body_start..end));
             }
         }
         kb
     }
 
-    /// Add one packet the crate parsed (or failed to).
-    fn add(&mut self, p: pgp::errors::Result<Packet>) {
-        self.add_tagged(p, None);
-    }
-
-    /// Add one packet; `tag` is its tag when the framing is known, which
-    /// says what a packet the crate could not decode was.
-    fn add_tagged(&mut self, p: pgp::errors::Result<Packet>, tag: Option<u8>) {
+    /// Add one packet the crate parsed (or failed to); `tag` is its tag
+    /// when the framing is known, which says what a packet the crate could
+    /// not decode was, and `body` where its body lies.
+    fn add(&mut self, p: pgp::errors::Result<Packet>, tag: Option<u8>, body: Option<Range<usize>>) {
         use crate::kbx::keyblock::tag as t;
         let component = match p {
-            Ok(Packet::PublicKey(k)) if self.primary.is_none() => {
+            Ok(Packet::PublicKey(k)) if self.primary.is_none() && self.primary_body.is_none() => {
                 self.primary = Some(Box::new(k));
+                self.primary_body = body;
                 return;
             }
             Ok(Packet::Signature(s)) => {
-                self.push_sig(Part::Sig(Box::new(s), None));
+                // The crate keeps a version it does not read (v5) as bytes only.
+                let decoded = match s.config() {
+                    Some(_) => Ok(Box::new(s)),
+                    None => Err(format!("signature version {} is not decoded", u8::from(s.version()))),
+                };
+                self.push_sig(Part { decoded, cached: None, body });
                 return;
             }
             Ok(Packet::UserId(u)) => Component::Uid(u),
@@ -117,14 +140,16 @@ impl Keyblock {
                     tag.map_or_else(|| words.iter().any(|w| text.contains(w)), |t| t == want)
                 };
                 if is(t::SIGNATURE, &["Signature", "signature"]) {
-                    self.push_sig(Part::Broken(text));
+                    self.push_sig(Part { decoded: Err(text), cached: None, body });
                 } else if is(t::PUBLIC_SUBKEY, &["ubkey"]) {
-                    self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new() });
+                    self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new(), body });
+                } else if tag == Some(t::PUBLIC_KEY) && self.primary.is_none() && self.primary_body.is_none() {
+                    self.primary_body = body;
                 }
                 return;
             }
         };
-        self.groups.push(Group { component, sigs: Vec::new() });
+        self.groups.push(Group { component, sigs: Vec::new(), body });
     }
 
     fn push_sig(&mut self, part: Part) {
@@ -133,9 +158,55 @@ impl Keyblock {
         }
     }
 
-    /// The primary key's 64-bit key id.
+    /// The bytes of a packet body recorded at parse time.
+    pub fn bytes(&self, body: &Range<usize>) -> &[u8] {
+        &self.image[body.clone()]
+    }
+
+    /// The primary key read from its packet, decoded by the crate or not.
+    pub fn raw_primary(&self) -> Option<KeyPacket> {
+        KeyPacket::parse(self.bytes(self.primary_body.as_ref()?)).ok()
+    }
+
+    /// Every key packet (primary first, then subkeys) read from its bytes.
+    pub fn raw_keys(&self) -> impl Iterator<Item = KeyPacket> + '_ {
+        let subkeys = self.groups.iter().filter(|g| matches!(g.component, Component::Subkey(_)));
+        self.primary_body
+            .iter()
+            .chain(subkeys.filter_map(|g| g.body.as_ref()))
+            .filter_map(|b| KeyPacket::parse(self.bytes(b)).ok())
+    }
+
+    /// The key (primary or subkey) with key id `kid`, read from its bytes.
+    pub fn raw_key(&self, kid: &[u8; 8]) -> Option<KeyPacket> {
+        self.raw_keys().find(|k| k.key_id == *kid)
+    }
+
+    /// Whether the crate decoded every key of the keyblock.
+    pub fn all_keys_decoded(&self) -> bool {
+        self.primary.is_some() && !self.groups.iter().any(|g| matches!(g.component, Component::Subkey(None)))
+    }
+
+    /// The key ids of all its keys: the crate's, or read from the bytes
+    /// when it could not decode a key.
+    pub fn key_ids(&self) -> Vec<[u8; 8]> {
+        if !self.all_keys_decoded() {
+            return self.raw_keys().map(|k| k.key_id).collect();
+        }
+        let subkeys = self.groups.iter().filter_map(|g| match &g.component {
+            Component::Subkey(Some(k)) => Some(key_id_bytes(k.legacy_key_id().as_ref())),
+            _ => None,
+        });
+        self.key_id().into_iter().chain(subkeys).collect()
+    }
+
+    /// The primary key's 64-bit key id (read from its bytes when the crate
+    /// could not decode it).
     pub fn key_id(&self) -> Option<[u8; 8]> {
-        self.primary.as_ref().map(|k| key_id_bytes(k.legacy_key_id().as_ref()))
+        match &self.primary {
+            Some(k) => Some(key_id_bytes(k.legacy_key_id().as_ref())),
+            None => self.raw_primary().map(|k| k.key_id),
+        }
     }
 
     /// The user id gpg shows for this key (`get_primary_uid`): among user
@@ -154,10 +225,7 @@ impl Keyblock {
                     let newest = g
                         .sigs
                         .iter()
-                        .filter_map(|p| match p {
-                            Part::Sig(s, _) => Some(s),
-                            Part::Broken(_) => None,
-                        })
+                        .filter_map(|p| p.decoded.as_ref().ok())
                         .filter(|s| {
                             matches!(s.typ().map(u8::from), Some(0x10..=0x13))
                                 && own.is_some_and(|k| issuer_key_id(s) == Some(k))

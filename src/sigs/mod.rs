@@ -6,7 +6,9 @@
 //!
 //! * [`keyblock`] decodes a keyblock into components and signatures, and
 //!   picks the primary user id as gpg does (no I/O);
-//! * [`verify`] checks one signature with the `pgp` crate (no I/O);
+//! * [`verify`] checks one signature: the `pgp` crate makes the digest
+//!   where it decodes the packets, [`raw`] where it cannot (v5 keys and
+//!   signatures), and every algorithm gpg verifies checks it (no I/O);
 //! * [`lookup`] finds signers: gpg's own access pattern (documented
 //!   there), one rescan per lookup, or an in-memory index.
 //!
@@ -15,6 +17,7 @@
 
 pub mod keyblock;
 pub mod lookup;
+pub mod raw;
 pub mod verify;
 
 use pgp::types::KeyDetails as _;
@@ -22,8 +25,9 @@ use serde::Serialize;
 
 use crate::kbx::dump::hex_upper;
 use crate::timefmt::rfc3339;
-use keyblock::{issuer_fpr, issuer_key_id, Component, Keyblock, Part};
+use keyblock::{issuer_fpr, issuer_key_id, Component, Group, Keyblock, Part};
 pub use lookup::{GnupgLookup, IndexLookup, LookupError, ScanLookup, Signer, SignerLookup};
+use raw::SigPacket;
 use verify::{SignerKey, Verdict};
 
 /// Which of gpg's two listings.
@@ -128,13 +132,52 @@ impl SigCounts {
     }
 }
 
-fn line(kid: [u8; 8], sig: Option<&pgp::packet::Signature>, status: SigStatus, reason: Option<String>) -> SigLine {
-    let class_byte = sig.and_then(|s| s.typ()).map_or(0, u8::from);
-    let exportable = sig.is_none_or(|s| s.exportable_certification());
+/// What the listing reads of a signature: from the `pgp` crate's
+/// decoding, or from the packet's bytes where the crate could not decode
+/// it (a v5 signature).
+#[derive(Debug, Clone, Default)]
+struct Meta {
+    kid: [u8; 8],
+    fpr: Option<Vec<u8>>,
+    class: u8,
+    created: Option<u32>,
+    exportable: bool,
+    /// Public-key and hash algorithm ids.
+    algorithms: Option<(u8, u8)>,
+}
+
+impl Meta {
+    fn of(sig: &pgp::packet::Signature) -> Self {
+        Self {
+            kid: issuer_key_id(sig).unwrap_or([0; 8]),
+            fpr: issuer_fpr(sig),
+            class: sig.typ().map_or(0, u8::from),
+            created: sig.created().map(|t| t.as_secs()),
+            exportable: sig.exportable_certification(),
+            algorithms: sig.config().map(|c| (u8::from(c.pub_alg), u8::from(c.hash_alg))),
+        }
+    }
+
+    fn of_raw(sig: &SigPacket) -> Self {
+        Self {
+            kid: sig.issuer.unwrap_or([0; 8]),
+            fpr: sig.issuer_fpr.clone(),
+            class: sig.class,
+            created: sig.created,
+            exportable: sig.exportable,
+            algorithms: Some((sig.pub_alg, sig.hash_alg)),
+        }
+    }
+}
+
+/// A listed signature; `meta` is `None` for a packet nothing could read.
+fn line(meta: Option<&Meta>, status: SigStatus, reason: Option<String>) -> SigLine {
+    let class_byte = meta.map_or(0, |m| m.class);
+    let exportable = meta.is_none_or(|m| m.exportable);
     SigLine {
-        signer_key_id: hex_upper(&kid),
+        signer_key_id: hex_upper(&meta.map_or([0; 8], |m| m.kid)),
         signer_uid: None,
-        created: sig.and_then(|s| s.created()).map(|t| rfc3339(i64::from(t.as_secs()))),
+        created: meta.and_then(|m| m.created).map(|t| rfc3339(i64::from(t))),
         class: format!("{class_byte:02x}{}", if exportable { 'x' } else { 'l' }),
         status,
         mark: status.mark(),
@@ -160,17 +203,7 @@ pub fn check_keyblock(
     now: i64,
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, LookupError> {
-    let own_ids: Vec<[u8; 8]> = kb
-        .primary
-        .iter()
-        .map(|p| keyblock::key_id_bytes(pgp::types::KeyDetails::legacy_key_id(p.as_ref()).as_ref()))
-        .chain(kb.groups.iter().filter_map(|g| match &g.component {
-            Component::Subkey(Some(k)) => {
-                Some(keyblock::key_id_bytes(pgp::types::KeyDetails::legacy_key_id(k.as_ref()).as_ref()))
-            }
-            _ => None,
-        }))
-        .collect();
+    let own_ids = kb.key_ids();
     let mut groups = Vec::with_capacity(kb.groups.len());
     for g in &kb.groups {
         let (kind, label) = match &g.component {
@@ -180,36 +213,38 @@ pub fn check_keyblock(
             Component::Subkey(Some(k)) => {
                 ("sub", hex_upper(pgp::types::KeyDetails::fingerprint(k.as_ref()).as_bytes()))
             }
-            Component::Subkey(None) => ("sub", String::new()),
+            Component::Subkey(None) => {
+                let raw = g.body.as_ref().and_then(|b| raw::KeyPacket::parse(kb.bytes(b)).ok());
+                ("sub", raw.map(|k| hex_upper(&k.fingerprint)).unwrap_or_default())
+            }
         };
         let mut sigs = Vec::with_capacity(g.sigs.len());
         for part in &g.sigs {
-            let (sig, cached) = match part {
-                Part::Sig(s, cached) => (s.as_ref(), *cached),
-                Part::Broken(why) => {
-                    sigs.push(line(
-                        [0; 8],
-                        None,
-                        SigStatus::Error,
-                        Some(format!("signature packet does not decode: {why}")),
-                    ));
+            let raw = part.decoded.is_err().then(|| part.body.as_ref().map(|b| SigPacket::parse(kb.bytes(b))));
+            let meta = match (&part.decoded, &raw) {
+                (Ok(s), _) => Meta::of(s),
+                (Err(_), Some(Some(Ok(r)))) => Meta::of_raw(r),
+                (Err(why), _) => {
+                    let why = match &raw {
+                        Some(Some(Err(e))) => e,
+                        _ => why,
+                    };
+                    sigs.push(line(None, SigStatus::Error, Some(format!("signature packet does not decode: {why}"))));
                     continue;
                 }
             };
-            let kid = issuer_key_id(sig).unwrap_or([0; 8]);
-            let class = sig.typ().map_or(0, u8::from);
+            let (kid, class) = (meta.kid, meta.class);
             if !listed_class(class) {
                 sigs.push(line(
-                    kid,
-                    Some(sig),
+                    Some(&meta),
                     SigStatus::Error,
                     Some(format!("unexpected signature class 0x{class:02x}")),
                 ));
                 continue;
             }
             let mut l = match mode {
-                Mode::WithSigs => line(kid, Some(sig), SigStatus::Unchecked, None),
-                Mode::CheckSigs => check_one(kb, &g.component, sig, cached, kid, &own_ids, now, lookup)?,
+                Mode::WithSigs => line(Some(&meta), SigStatus::Unchecked, None),
+                Mode::CheckSigs => check_one(kb, g, part, &meta, &own_ids, now, lookup)?,
             };
             if !matches!(l.status, SigStatus::Error | SigStatus::NoKey) {
                 match lookup.user_id_of(kid)? {
@@ -230,72 +265,98 @@ pub fn check_keyblock(
 }
 
 /// One signature through gpg's `check_key_signature2` (the arguments are
-/// what it reads: the keyblock, the signed component, the signature and
-/// its cached verdict, the signer's key id, the keyblock's own key ids,
-/// the time, and where other signers come from).
-#[allow(clippy::too_many_arguments)]
+/// what it reads: the keyblock, the signed component, the signature
+/// packet (with its cached verdict) and what the listing read of it, the
+/// keyblock's own key ids, the time, and where other signers come from).
 fn check_one(
     kb: &Keyblock,
-    component: &Component,
-    sig: &pgp::packet::Signature,
-    cached: Option<bool>,
-    kid: [u8; 8],
+    group: &Group,
+    part: &Part,
+    meta: &Meta,
     own_ids: &[[u8; 8]],
     now: i64,
     lookup: &mut impl SignerLookup,
 ) -> Result<SigLine, LookupError> {
+    let done = |status, reason: Option<&str>| Ok(line(Some(meta), status, reason.map(str::to_string)));
     // gpg's signature cache (`check_key_signature2`): a verdict stored in
     // the keyblock's ring-trust packet is taken as it is, after the time
     // checks (`check_signature_metadata_validity`: a signature older than
     // the key, or made in the future).
-    let created = sig.created().map_or(0, |t| i64::from(t.as_secs()));
-    let time_conflict =
-        kb.primary.as_ref().is_some_and(|p| created < i64::from(p.created_at().as_secs())) || created > now;
-    if let Some(valid) = cached {
+    let created = meta.created.map_or(0, i64::from);
+    let key_created = match &kb.primary {
+        Some(p) => Some(i64::from(p.created_at().as_secs())),
+        None => kb.raw_primary().map(|k| i64::from(k.created)),
+    };
+    let time_conflict = key_created.is_some_and(|k| created < k) || created > now;
+    if let Some(valid) = part.cached {
         if time_conflict {
-            return Ok(line(kid, Some(sig), SigStatus::Error, Some("Time conflict".into())));
+            return done(SigStatus::Error, Some("Time conflict"));
         }
-        return Ok(if valid {
-            line(kid, Some(sig), SigStatus::Good, None)
-        } else {
-            line(kid, Some(sig), SigStatus::Bad, Some("Bad signature".into()))
-        });
+        return if valid { done(SigStatus::Good, None) } else { done(SigStatus::Bad, Some("Bad signature")) };
     }
     // Then the algorithms, before the signer is looked for.
-    if let Some(c) = sig.config() {
-        if !matches!(u8::from(c.pub_alg), 1..=3 | 16 | 17 | 19 | 20 | 22) {
-            return Ok(line(kid, Some(sig), SigStatus::Error, Some("Unknown public key algorithm".into())));
+    if let Some((pub_alg, hash_alg)) = meta.algorithms {
+        if !matches!(pub_alg, 1..=3 | 16 | 17 | 19 | 20 | 22) {
+            return done(SigStatus::Error, Some("Unknown public key algorithm"));
         }
-        if !matches!(u8::from(c.hash_alg), 1..=3 | 8..=11) {
-            return Ok(line(kid, Some(sig), SigStatus::Error, Some("Invalid digest algorithm".into())));
+        if !matches!(hash_alg, 1..=3 | 8..=11) {
+            return done(SigStatus::Error, Some("Invalid digest algorithm"));
         }
     }
-    let Some(primary) = kb.primary.as_deref() else {
-        return Ok(line(kid, Some(sig), SigStatus::Error, Some("Unknown public key algorithm".into())));
-    };
+    if key_created.is_none() {
+        return done(SigStatus::Error, Some("Unknown public key algorithm"));
+    }
     if time_conflict {
-        return Ok(line(kid, Some(sig), SigStatus::Error, Some("Time conflict".into())));
+        return done(SigStatus::Error, Some("Time conflict"));
     }
-    let verdict = if own_ids.contains(&kid) {
-        match SignerKey::find(kb, &kid) {
-            Some(k) => verify::verify(primary, component, sig, k),
-            None => Verdict::Error("Unknown public key algorithm".into()),
-        }
+    let kid = meta.kid;
+    let other;
+    let signer_kb = if own_ids.contains(&kid) {
+        kb
     } else {
-        let fpr = issuer_fpr(sig);
-        let Some(signer) = lookup.key_for_sig(fpr.as_deref(), kid)? else {
-            return Ok(line(kid, Some(sig), SigStatus::NoKey, Some("No public key".into())));
+        let Some(signer) = lookup.key_for_sig(meta.fpr.as_deref(), kid)? else {
+            return done(SigStatus::NoKey, Some("No public key"));
         };
-        match SignerKey::find(&signer.keyblock, &kid) {
-            Some(k) => verify::verify(primary, component, sig, k),
-            None => Verdict::Error("Unknown public key algorithm".into()),
-        }
+        other = signer;
+        &other.keyblock
     };
-    Ok(match verdict {
-        Verdict::Good => line(kid, Some(sig), SigStatus::Good, None),
-        Verdict::Bad => line(kid, Some(sig), SigStatus::Bad, Some("Bad signature".into())),
-        Verdict::Error(why) => line(kid, Some(sig), SigStatus::Error, Some(why)),
-    })
+    // The pgp crate's digest where it decoded everything, else the one
+    // made from the packets' bytes.
+    let decoded = match (&part.decoded, kb.primary.as_deref(), SignerKey::find(signer_kb, &kid)) {
+        (Ok(sig), Some(primary), Some(k)) => Some(verify::verify(primary, &group.component, sig, k)),
+        _ => None,
+    };
+    let verdict = match decoded {
+        Some(v @ (Verdict::Good | Verdict::Bad)) => v,
+        other => raw_verdict(kb, group, part, signer_kb, &kid)
+            .or(other)
+            .unwrap_or_else(|| Verdict::Error("Unknown public key algorithm".into())),
+    };
+    match verdict {
+        Verdict::Good => done(SigStatus::Good, None),
+        Verdict::Bad => done(SigStatus::Bad, Some("Bad signature")),
+        Verdict::Error(why) => done(SigStatus::Error, Some(&why)),
+    }
+}
+
+/// The verdict from the packets' bytes ([`verify::verify_raw`]); `None`
+/// when a packet is missing or does not read.
+fn raw_verdict(kb: &Keyblock, group: &Group, part: &Part, signer_kb: &Keyblock, kid: &[u8; 8]) -> Option<Verdict> {
+    let sig = SigPacket::parse(kb.bytes(part.body.as_ref()?)).ok()?;
+    let primary = kb.raw_primary()?;
+    let signer = signer_kb.raw_key(kid)?;
+    let subkey;
+    let signed = match (&group.component, sig.class) {
+        (Component::Key, 0x1F | 0x20) => raw::Signed::Key,
+        (Component::Uid(_), 0x10..=0x13 | 0x30) => raw::Signed::Uid(kb.bytes(group.body.as_ref()?)),
+        (Component::Uat(_), 0x10..=0x13 | 0x30) => raw::Signed::Uat(kb.bytes(group.body.as_ref()?)),
+        (Component::Subkey(_), 0x18 | 0x28) => {
+            subkey = raw::KeyPacket::parse(kb.bytes(group.body.as_ref()?)).ok()?;
+            raw::Signed::Subkey(&subkey)
+        }
+        _ => return Some(Verdict::Error("Invalid signature class".into())),
+    };
+    Some(verify::verify_raw(&sig, &primary, signed, &signer))
 }
 
 #[cfg(test)]

@@ -1,12 +1,21 @@
 //! Verifying one key signature with the signer's key, the checks gpg's
-//! `check_key_signature` makes, through the `pgp` crate. No I/O.
+//! `check_key_signature` makes. No I/O.
 //!
-//! The `pgp` crate hashes what a signature covers and hands the digest to
-//! the signer's key. Every key gets it through `Checked`: aws-lc-rs checks
-//! PKCS#1 v1.5 with SHA-1 and SHA-2 first (the `rsa` crate's pure-Rust
-//! arithmetic is most of an RSA-heavy keybox's CPU), and only a signature
-//! aws-lc-rs verifies counts there; anything else goes to the `pgp`
-//! crate's own check, so no verdict depends on the fast path.
+//! Two ways to the digest, one check of it:
+//!
+//! * [`verify`]: the `pgp` crate hashes what a signature covers when it
+//!   decodes the keys and the signature, and hands the digest to the
+//!   signer's key through `Checked`;
+//! * [`verify_raw`]: for what the crate cannot decode (v5 keys and
+//!   signatures, certifications over them) the digest is made from the
+//!   packets' bytes ([`super::raw`]).
+//!
+//! Both end in [`verify_digest`], which has every algorithm gpg verifies
+//! in a keybox. For RSA, aws-lc-rs checks PKCS#1 v1.5 with SHA-1 and
+//! SHA-2 first (the `rsa` crate's pure-Rust arithmetic is most of an
+//! RSA-heavy keybox's CPU); only a signature aws-lc-rs verifies counts
+//! there, anything else goes to the `rsa` crate, so no verdict depends on
+//! the fast path.
 
 use pgp::errors::Error;
 use pgp::packet::{PublicKey, PublicSubkey, Signature};
@@ -16,6 +25,7 @@ use pgp::types::{
 };
 
 use super::keyblock::{key_id_bytes, Component, Keyblock};
+use super::raw;
 
 /// A key that can verify: a primary key or a subkey.
 #[derive(Clone, Copy)]
@@ -63,11 +73,11 @@ pub fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signe
         ($k:ident => $e:expr) => {
             match signer {
                 SignerKey::Primary(key) => {
-                    let $k = &Checked { key, first: rsa_verified_fast };
+                    let $k = &Checked { key, first: verify_digest };
                     $e
                 }
                 SignerKey::Sub(key) => {
-                    let $k = &Checked { key, first: rsa_verified_fast };
+                    let $k = &Checked { key, first: verify_digest };
                     $e
                 }
             }
@@ -91,6 +101,31 @@ pub fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signe
     }
 }
 
+/// Verify `sig` (read from its bytes) over `primary` and `signed` with
+/// the signer's key `signer`, all read from their packets.
+pub fn verify_raw(
+    sig: &raw::SigPacket,
+    primary: &raw::KeyPacket,
+    signed: raw::Signed<'_>,
+    signer: &raw::KeyPacket,
+) -> Verdict {
+    let unknown = || Verdict::Error("Unknown public key algorithm".into());
+    let Some(params) = signer.params.as_ref() else { return unknown() };
+    let Some((_, hash)) = raw::hash_of(sig.hash_alg) else {
+        return Verdict::Error("Invalid digest algorithm".into());
+    };
+    let digest = match raw::digest(sig, primary, signed) {
+        Ok(d) => d,
+        Err(raw::DigestError::Algorithm) => return Verdict::Error("Invalid digest algorithm".into()),
+        Err(raw::DigestError::Left16) => return Verdict::Bad,
+    };
+    match verify_digest(params, hash, &digest, &sig.bytes()) {
+        Some(Ok(())) => Verdict::Good,
+        Some(Err(e)) => classify(&e),
+        None => unknown(),
+    }
+}
+
 /// gpg's reading of a failure: unsupported algorithms are errors (`%`),
 /// everything else a bad signature (`-`).
 fn classify(e: &Error) -> Verdict {
@@ -108,8 +143,8 @@ fn classify(e: &Error) -> Verdict {
 }
 
 /// A signer's key with a check tried first (`first`: key parameters,
-/// hash, digest, signature): a signature it accepts is good, anything else
-/// gets the key's own verdict. Everything but `verify` is the key's.
+/// hash, digest, signature): its verdict where it gives one, else the
+/// key's own. Everything but `verify` is the key's.
 struct Checked<'a, K, C> {
     key: &'a K,
     first: C,
@@ -148,7 +183,7 @@ impl<K: KeyDetails, C> KeyDetails for Checked<'_, K, C> {
 impl<K, C> VerifyingKey for Checked<'_, K, C>
 where
     K: VerifyingKey,
-    C: Fn(&PublicParams, pgp::crypto::hash::HashAlgorithm, &[u8], &SignatureBytes) -> bool,
+    C: Fn(&PublicParams, pgp::crypto::hash::HashAlgorithm, &[u8], &SignatureBytes) -> Option<pgp::errors::Result<()>>,
 {
     fn verify(
         &self,
@@ -156,10 +191,10 @@ where
         digest: &[u8],
         sig: &SignatureBytes,
     ) -> pgp::errors::Result<()> {
-        if (self.first)(self.key.public_params(), hash, digest, sig) {
-            return Ok(());
+        match (self.first)(self.key.public_params(), hash, digest, sig) {
+            Some(verdict) => verdict,
+            None => self.key.verify(hash, digest, sig),
         }
-        self.key.verify(hash, digest, sig)
     }
 }
 
@@ -170,6 +205,91 @@ impl<K: Serialize, C> Serialize for Checked<'_, K, C> {
     fn write_len(&self) -> usize {
         self.key.write_len()
     }
+}
+
+/// Verify a signature over `digest` with a key's parameters, for the
+/// algorithms gpg verifies in a keybox; `None` for anything else (the
+/// caller's fallback: the `pgp` crate's own check of a decoded key, or
+/// gpg's "Unknown public key algorithm").
+///
+/// * RSA: aws-lc-rs for PKCS#1 v1.5 with SHA-1/SHA-2, the `rsa` crate
+///   (through the `pgp` crate) for the rest;
+/// * DSA, ECDSA on NIST P-256/384/521, EdDSA on Ed25519: the `pgp` crate's
+///   RustCrypto-based checks;
+/// * ECDSA on secp256k1 and brainpoolP256r1/P384r1/P512r1: `k256`,
+///   `bp256`, `bp384` and the in-tree brainpoolP512r1
+///   ([`crate::validate::sigverify::verify_ecdsa`]); libgcrypt takes a
+///   "high" s, so `k256`'s low-s rule is not applied;
+/// * EdDSA on Ed448 (GnuPG 2.4's v5 keys: algorithm 22 with the Ed448
+///   curve, the point and `r`, `s` as 57-byte strings): the `pgp` crate's
+///   Ed448 (`cx448`, its build of RustCrypto's `ed448-goldilocks`).
+pub fn verify_digest(
+    params: &PublicParams,
+    hash: pgp::crypto::hash::HashAlgorithm,
+    digest: &[u8],
+    sig: &SignatureBytes,
+) -> Option<pgp::errors::Result<()>> {
+    use pgp::types::{EcdsaPublicParams as Ec, EddsaLegacyPublicParams as Ed};
+    let mpis: &[pgp::types::Mpi] = match sig {
+        SignatureBytes::Mpis(m) => m,
+        SignatureBytes::Native(_) => return None,
+    };
+    let bad = || Err(Error::Message { message: "signature does not verify".into(), backtrace: None });
+    let verdict = |ok: bool| Some(if ok { Ok(()) } else { bad() });
+    match (params, mpis) {
+        (PublicParams::RSA(rsa), [value]) => {
+            if rsa_verified_fast(params, hash, digest, sig) {
+                return Some(Ok(()));
+            }
+            Some(pgp::crypto::rsa::verify(&rsa.key, hash, digest, value.as_ref()))
+        }
+        (PublicParams::DSA(dsa), [r, s]) => {
+            Some(pgp::crypto::dsa::verify(dsa, digest, r.clone().into(), s.clone().into()))
+        }
+        (PublicParams::ECDSA(ec @ (Ec::P256 { .. } | Ec::P384 { .. } | Ec::P521 { .. })), _) => {
+            Some(pgp::crypto::ecdsa::verify(ec, hash, digest, mpis))
+        }
+        (PublicParams::ECDSA(ec), [r, s]) => {
+            let point = match ec {
+                Ec::Secp256k1 { key } => key.to_sec1_bytes().to_vec(),
+                Ec::Unsupported { opaque, .. } => opaque_point(opaque)?,
+                _ => return None,
+            };
+            let curve = ec.curve().oid_str();
+            verdict(crate::validate::sigverify::verify_ecdsa(&curve, &point, digest, r.as_ref(), s.as_ref()))
+        }
+        (PublicParams::EdDSALegacy(Ed::Ed25519 { key }), [r, s]) => {
+            let sig = [fit(r.as_ref(), 32)?, fit(s.as_ref(), 32)?].concat();
+            Some(pgp::crypto::ed25519::verify(key, hash, digest, &sig))
+        }
+        (PublicParams::EdDSALegacy(Ed::Unsupported { curve, opaque }), [r, s]) if curve.oid_str() == "1.3.101.113" => {
+            let point = fit(&opaque_point(opaque)?, 57)?;
+            let Ok(PublicParams::Ed448(key)) =
+                PublicParams::try_from_reader(pgp::crypto::public_key::PublicKeyAlgorithm::Ed448, None, &point[..])
+            else {
+                return verdict(false);
+            };
+            let sig = [fit(r.as_ref(), 57)?, fit(s.as_ref(), 57)?].concat();
+            Some(pgp::crypto::ed448::verify(&key.key, hash, digest, &sig))
+        }
+        _ => None,
+    }
+}
+
+/// The point of a key the `pgp` crate keeps opaque: an MPI (2-byte bit
+/// count, then the bytes).
+fn opaque_point(opaque: &[u8]) -> Option<Vec<u8>> {
+    let bits = usize::from(u16::from_be_bytes(opaque.get(..2)?.try_into().ok()?));
+    opaque.get(2..2 + bits.div_ceil(8)).map(<[u8]>::to_vec)
+}
+
+/// A big-endian value as exactly `len` bytes (zeros added in front).
+fn fit(v: &[u8], len: usize) -> Option<Vec<u8>> {
+    (v.len() <= len).then(|| {
+        let mut out = vec![0u8; len - v.len()];
+        out.extend_from_slice(v);
+        out
+    })
 }
 
 /// Whether aws-lc-rs verifies an RSA PKCS#1 v1.5 signature over `digest`;
@@ -234,7 +354,7 @@ mod tests {
         let seen: RefCell<Option<Seen>> = RefCell::new(None);
         let remember = |_: &PublicParams, hash, digest: &[u8], sig: &SignatureBytes| {
             *seen.borrow_mut() = Some((hash, digest.to_vec(), sig.clone()));
-            false
+            None
         };
         let capture = Checked { key: bob_key, first: remember };
         sig.verify_third_party_certification(&key.primary_key, &capture, Tag::UserId, user).unwrap();

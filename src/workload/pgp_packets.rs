@@ -5,11 +5,8 @@
 //! algorithms). It reads framing and key headers only; it checks no
 //! signature.
 
-use md5::Md5;
-use sha1::Sha1;
-use sha2::{Digest, Sha256};
-
 use crate::kbx::dump::hex_upper;
+use crate::sigs::raw::KeyPacket;
 
 /// One key packet (primary or subkey) as gpg lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,47 +143,14 @@ fn algorithm_name(algo: u8, material: &[u8]) -> String {
 
 /// A key packet's listing (usage filled in later).
 fn key(body: &[u8], subkey: bool) -> Result<RawKey, String> {
-    let version = *body.first().ok_or("empty key packet")?;
-    let created = u32::from_be_bytes(body.get(1..5).ok_or("key packet too short")?.try_into().expect("4"));
-    let (algo, material, fingerprint, key_id) = match version {
-        2 | 3 => {
-            let algo = *body.get(7).ok_or("key packet too short")?;
-            let material = &body[8..];
-            // v3: MD5 over the MPI bodies of n and e; key id = low 64 bits of n.
-            let nbits = mpi_bits(material).ok_or("key packet too short")? as usize;
-            let nlen = nbits.div_ceil(8);
-            let n = material.get(2..2 + nlen).ok_or("key packet too short")?;
-            let ebits = mpi_bits(&material[2 + nlen..]).ok_or("key packet too short")? as usize;
-            let e = material.get(4 + nlen..4 + nlen + ebits.div_ceil(8)).ok_or("key packet too short")?;
-            let fpr = Md5::new().chain_update(n).chain_update(e).finalize().to_vec();
-            let id = n.get(n.len().saturating_sub(8)..).unwrap_or(n).to_vec();
-            (algo, material, fpr, id)
-        }
-        4 => {
-            let algo = *body.get(5).ok_or("key packet too short")?;
-            let len = u16::try_from(body.len()).map_err(|_| "key packet too long")?;
-            let fpr = Sha1::new().chain_update([0x99]).chain_update(len.to_be_bytes()).chain_update(body).finalize();
-            (algo, &body[6..], fpr.to_vec(), fpr[12..].to_vec())
-        }
-        5 | 6 => {
-            let algo = *body.get(5).ok_or("key packet too short")?;
-            let len = u32::try_from(body.len()).map_err(|_| "key packet too long")?;
-            let fpr = Sha256::new()
-                .chain_update([if version == 5 { 0x9A } else { 0x9B }])
-                .chain_update(len.to_be_bytes())
-                .chain_update(body)
-                .finalize();
-            (algo, body.get(10..).ok_or("key packet too short")?, fpr.to_vec(), fpr[..8].to_vec())
-        }
-        v => return Err(format!("key packet version {v} is unknown")),
-    };
+    let k = KeyPacket::parse(body)?;
     Ok(RawKey {
         subkey,
-        version,
-        fingerprint: hex_upper(&fingerprint),
-        key_id: hex_upper(&key_id),
-        created,
-        algorithm: algorithm_name(algo, material),
+        version: k.version,
+        fingerprint: hex_upper(&k.fingerprint),
+        key_id: hex_upper(&k.key_id),
+        created: k.created,
+        algorithm: algorithm_name(k.algo, &k.material),
         usage: String::new(),
     })
 }
@@ -196,11 +160,12 @@ fn key(body: &[u8], subkey: bool) -> Result<RawKey, String> {
 fn key_flags(sig: &[u8]) -> Option<String> {
     let version = *sig.first()?;
     let (hashed, _) = match version {
-        4 => {
+        // v5 (LibrePGP, GnuPG 2.4) keeps v4's 2-byte count; v6 has 4 bytes.
+        4 | 5 => {
             let len = u16::from_be_bytes(sig.get(4..6)?.try_into().ok()?) as usize;
             (sig.get(6..6 + len)?, ())
         }
-        5 | 6 => {
+        6 => {
             let len = u32::from_be_bytes(sig.get(4..8)?.try_into().ok()?) as usize;
             (sig.get(8..8 + len)?, ())
         }
@@ -271,6 +236,7 @@ pub fn walk(image: &[u8]) -> Result<RawKeyblock, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     /// A new-format packet.
     fn pkt(tag: u8, body: &[u8]) -> Vec<u8> {
