@@ -330,13 +330,16 @@ fn a_truncated_keyblock_is_a_one_line_error() {
 /// secp256k1, brainpool and NIST curves, DSA; one secp256k1 certification
 /// has a "high" s), `gnupg24-v5` by gpg 2.4.7 (Ed448 v5 keys and v5
 /// signatures, v4 certifications of them, v5 bindings of v4 and v5
-/// subkeys) and a copy of it with every third certification broken.
+/// subkeys), a copy of it without the verdicts gpg cached in it (so that
+/// its self-signatures and bindings are checked), and that copy with
+/// every third certification or binding broken.
 fn recorded_gpg_statuses_for_every_algorithm() {
     for (name, mode, colons, marks) in [
         ("gnupg-curves", "--with-sigs", "gnupg-curves.gpg-list-sigs-colons.txt", ""),
         ("gnupg-curves", "--check-sigs", "gnupg-curves.gpg-check-sigs-colons.txt", "!"),
         ("gnupg24-v5", "--with-sigs", "gnupg24-v5.gpg24-list-sigs-colons.txt", ""),
         ("gnupg24-v5", "--check-sigs", "gnupg24-v5.gpg24-check-sigs-colons.txt", "!"),
+        ("gnupg24-v5-uncached", "--check-sigs", "gnupg24-v5-uncached.gpg24-check-sigs-colons.txt", "!"),
         ("gnupg24-v5-tampered", "--check-sigs", "gnupg24-v5-tampered.gpg24-check-sigs-colons.txt", "!-"),
     ] {
         let want = gpg_colons(&std::fs::read_to_string(fixture(colons)).unwrap());
@@ -362,9 +365,11 @@ fn gpg_quiet(gpg: &Path, home: &Path, args: &[&str]) {
 
 /// Keys of every curve and DSA made by the live gpg, with subkeys bound
 /// by each and certifications by each of the others: statuses and reads
-/// equal gpg's, before and after every third certification by another key
-/// is broken (gpg 2.2 takes a signer whose own self-signature is broken
-/// as missing, 2.4 does not, so those are left alone).
+/// equal gpg's as gpg made them, without the verdicts gpg cached in the
+/// keyblocks (so self-signatures and bindings are checked too), and then
+/// with every third binding or certification by another key broken (gpg
+/// 2.2 takes a signer whose own self-signature is broken as missing, 2.4
+/// does not, so those are left alone).
 fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     let Some((gpg, strace)) = tools("sigs_equal_live_gpg_on_keys_of_every_curve") else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -404,34 +409,50 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     let kbx = dir.path().join("curves.kbx");
     std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
     compare(&gpg, &strace, &kbx, false);
-    // Every third certification made by another key, broken.
-    let mut n = 0;
-    let blobs: Vec<Vec<u8>> = split_blobs(&std::fs::read(&kbx).unwrap())
-        .into_iter()
-        .map(|blob| {
-            if blob[4] != 2 {
-                return blob;
+    // Without the cached verdicts: gpg sets the "sigcache" byte of the
+    // ring-trust packet after each self-signature and binding it made.
+    let mut cleared = 0;
+    let uncached = edit_openpgp_blobs(&kbx, |b, packets| {
+        for &(t, off, len) in packets {
+            if t == tag::TRUST && len >= 2 && b[off + 1] & 1 != 0 {
+                b[off + 1] = 0;
+                cleared += 1;
             }
-            edit_blob(&blob, |b, packets| {
-                let own = kbxscope::sigs::raw::KeyPacket::parse(&b[packets[0].1..packets[0].1 + packets[0].2])
-                    .unwrap()
-                    .key_id;
-                for &(off, len) in &certifications(b, packets) {
-                    let sig = kbxscope::sigs::raw::SigPacket::parse(&b[off..off + len]).unwrap();
-                    if sig.issuer != Some(own) {
-                        n += 1;
-                        if n % 3 == 0 {
-                            b[off + len - 1] ^= 0x55;
-                        }
-                    }
+        }
+    });
+    assert!(cleared >= 9, "{cleared} cached verdicts");
+    compare(&gpg, &strace, &uncached, false);
+    // Every third binding or certification made by another key, broken.
+    let mut n = 0;
+    let broken = edit_openpgp_blobs(&uncached, |b, packets| {
+        let own = kbxscope::sigs::raw::KeyPacket::parse(&b[packets[0].1..packets[0].1 + packets[0].2]).unwrap().key_id;
+        for &(t, off, len) in packets {
+            if t != tag::SIGNATURE {
+                continue;
+            }
+            let sig = kbxscope::sigs::raw::SigPacket::parse(&b[off..off + len]).unwrap();
+            if sig.class == 0x18 || (matches!(sig.class, 0x10..=0x13) && sig.issuer != Some(own)) {
+                n += 1;
+                if n % 3 == 0 {
+                    b[off + len - 1] ^= 0x55;
                 }
-            })
-        })
-        .collect();
-    assert!(n >= 30, "{n} certifications by other keys");
-    let broken = dir.path().join("broken.kbx");
-    std::fs::write(&broken, blobs.concat()).unwrap();
+            }
+        }
+    });
+    assert!(n >= 36, "{n} bindings and certifications by other keys");
     compare(&gpg, &strace, &broken, false);
+}
+
+/// A copy of `kbx` (named after it, `-edited` added) with `edit` applied
+/// to each OpenPGP blob (see [`edit_blob`]).
+fn edit_openpgp_blobs(kbx: &Path, mut edit: impl FnMut(&mut Vec<u8>, &[(u8, usize, usize)])) -> PathBuf {
+    let blobs: Vec<Vec<u8>> = split_blobs(&std::fs::read(kbx).unwrap())
+        .into_iter()
+        .map(|blob| if blob[4] == 2 { edit_blob(&blob, &mut edit) } else { blob })
+        .collect();
+    let out = kbx.with_file_name(format!("{}-edited.kbx", kbx.file_stem().unwrap().to_string_lossy()));
+    std::fs::write(&out, blobs.concat()).unwrap();
+    out
 }
 
 crate::tests![
