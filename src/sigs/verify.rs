@@ -221,8 +221,9 @@ impl<K: Serialize, C> Serialize for Checked<'_, K, C> {
 ///   ([`crate::validate::sigverify::verify_ecdsa`]); libgcrypt takes a
 ///   "high" s, so `k256`'s low-s rule is not applied;
 /// * EdDSA on Ed448 (GnuPG 2.4's v5 keys: algorithm 22 with the Ed448
-///   curve, the point and `r`, `s` as 57-byte strings): the `pgp` crate's
-///   Ed448 (`cx448`, its build of RustCrypto's `ed448-goldilocks`).
+///   curve, the point and `r`, `s` as 57-byte strings) over the digest of
+///   any hash, as gpg takes it: `cx448`, the build of RustCrypto's
+///   `ed448-goldilocks` the `pgp` crate already uses.
 pub fn verify_digest(
     params: &PublicParams,
     hash: pgp::crypto::hash::HashAlgorithm,
@@ -263,14 +264,15 @@ pub fn verify_digest(
             Some(pgp::crypto::ed25519::verify(key, hash, digest, &sig))
         }
         (PublicParams::EdDSALegacy(Ed::Unsupported { curve, opaque }), [r, s]) if curve.oid_str() == "1.3.101.113" => {
-            let point = fit(&opaque_point(opaque)?, 57)?;
-            let Ok(PublicParams::Ed448(key)) =
-                PublicParams::try_from_reader(pgp::crypto::public_key::PublicKeyAlgorithm::Ed448, None, &point[..])
+            // Any hash: gpg makes and verifies Ed448 signatures over
+            // SHA-256 too, which the pgp crate's own Ed448 check refuses.
+            let point: [u8; 57] = fit(&opaque_point(opaque)?, 57)?.try_into().ok()?;
+            let sig: [u8; 114] = [fit(r.as_ref(), 57)?, fit(s.as_ref(), 57)?].concat().try_into().ok()?;
+            let (Ok(key), Ok(sig)) = (cx448::VerifyingKey::from_bytes(&point), cx448::Signature::from_bytes(&sig))
             else {
                 return verdict(false);
             };
-            let sig = [fit(r.as_ref(), 57)?, fit(s.as_ref(), 57)?].concat();
-            Some(pgp::crypto::ed448::verify(&key.key, hash, digest, &sig))
+            verdict(key.verify_raw(&sig, digest).is_ok())
         }
         _ => None,
     }
