@@ -386,18 +386,7 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
         ("dsa2048", Some("elg2048")),
         ("rsa2048", None),
     ];
-    let mut fprs = Vec::new();
-    for (algo, sub) in keys {
-        let uid = format!("Curve {algo} <{algo}@example.org>");
-        gpg_quiet(&gpg, &home, &["--quick-gen-key", &uid, algo, "sign,cert", "never"]);
-        let o = Command::new(&gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", &uid]).output();
-        let colons = String::from_utf8_lossy(&o.unwrap().stdout).into_owned();
-        let fpr = colons.lines().find(|l| l.starts_with("fpr:")).unwrap().split(':').nth(9).unwrap().to_string();
-        if let Some(sub) = sub {
-            gpg_quiet(&gpg, &home, &["--quick-add-key", &fpr, sub, "encr", "never"]);
-        }
-        fprs.push((algo, fpr));
-    }
+    let fprs = make_keys(&gpg, &home, &keys);
     for (signer, _) in fprs.iter().filter(|(a, _)| !matches!(*a, "ed25519" | "rsa2048")) {
         for (target, fpr) in &fprs {
             if signer != target {
@@ -443,6 +432,87 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     compare(&gpg, &strace, &broken, false);
 }
 
+/// Keys made by the live gpg in `home`, one per `(algorithm, encryption
+/// subkey)`, each with the user id `Curve ALGO <ALGO@example.org>`:
+/// `(algorithm, fingerprint)`.
+fn make_keys(gpg: &Path, home: &Path, keys: &[(&'static str, Option<&str>)]) -> Vec<(&'static str, String)> {
+    let mut fprs = Vec::new();
+    for &(algo, sub) in keys {
+        let uid = format!("Curve {algo} <{algo}@example.org>");
+        gpg_quiet(gpg, home, &["--quick-gen-key", &uid, algo, "sign,cert", "never"]);
+        let o = Command::new(gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", &uid]).output();
+        let colons = String::from_utf8_lossy(&o.unwrap().stdout).into_owned();
+        let fpr = colons.lines().find(|l| l.starts_with("fpr:")).unwrap().split(':').nth(9).unwrap().to_string();
+        if let Some(sub) = sub {
+            gpg_quiet(gpg, home, &["--quick-add-key", &fpr, sub, "encr", "never"]);
+        }
+        fprs.push((algo, fpr));
+    }
+    fprs
+}
+
+/// Certifications with every hash gpg takes, by RSA, DSA, Ed25519 and
+/// ECDSA keys (gpg makes what each key allows, MD5 only with
+/// `--allow-weak-digest-algos`): statuses and reads equal the live gpg's,
+/// whose `--check-sigs` rejects MD5 (`%`, "Invalid digest algorithm") once
+/// it has the signer's key.
+fn sigs_equal_live_gpg_for_every_hash() {
+    let Some((gpg, strace)) = tools("sigs_equal_live_gpg_for_every_hash") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let keys = [
+        ("rsa1024", None),
+        ("dsa1024", None),
+        ("dsa3072", None),
+        ("ed25519", None),
+        ("nistp256", None),
+        ("rsa2048", None),
+    ];
+    let fprs = make_keys(&gpg, &home, &keys);
+    let targets: Vec<&String> =
+        fprs.iter().filter(|(a, _)| matches!(*a, "ed25519" | "rsa2048")).map(|f| &f.1).collect();
+    for (signer, _) in &fprs {
+        for hash in ["MD5", "SHA1", "RIPEMD160", "SHA224", "SHA384", "SHA512"] {
+            for target in &targets {
+                // gpg refuses some pairs (a hash too short for the key, a signer certifying itself).
+                let _ = Command::new(&gpg)
+                    .args([
+                        "--homedir",
+                        home.to_str().unwrap(),
+                        "--batch",
+                        "--pinentry-mode",
+                        "loopback",
+                        "--passphrase",
+                        "",
+                    ])
+                    .args([
+                        "--allow-weak-digest-algos",
+                        "--cert-digest-algo",
+                        hash,
+                        "-u",
+                        &format!("<{signer}@example.org>"),
+                    ])
+                    .args(["--quick-sign-key", target])
+                    .output()
+                    .expect("run gpg");
+            }
+        }
+    }
+    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    let kbx = dir.path().join("hashes.kbx");
+    std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
+    let o = Command::new(&gpg)
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--with-colons", "--check-sigs"])
+        .output()
+        .expect("run gpg");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let hashes: std::collections::BTreeSet<&str> =
+        text.lines().filter(|l| l.starts_with("sig:")).map(|l| l.split(':').nth(15).unwrap()).collect();
+    assert!(hashes.contains("1") && hashes.len() >= 4, "hashes gpg made: {hashes:?}");
+    compare(&gpg, &strace, &kbx, false);
+}
+
 /// A copy of `kbx` (named after it, `-edited` added) with `edit` applied
 /// to each OpenPGP blob (see [`edit_blob`]).
 fn edit_openpgp_blobs(kbx: &Path, mut edit: impl FnMut(&mut Vec<u8>, &[(u8, usize, usize)])) -> PathBuf {
@@ -465,4 +535,5 @@ crate::tests![
     a_truncated_keyblock_is_a_one_line_error,
     recorded_gpg_statuses_for_every_algorithm,
     sigs_equal_live_gpg_on_keys_of_every_curve needs ["gpg", "strace"],
+    sigs_equal_live_gpg_for_every_hash needs ["gpg", "strace"],
 ];

@@ -320,6 +320,12 @@ fn check_one(
         other = signer;
         &other.keyblock
     };
+    // With the signer's key in hand, gpg rejects a digest it holds weak
+    // (`check_signature_end_simple`; MD5 by default: "signatures using the
+    // MD5 algorithm are rejected"), whatever the key's algorithm.
+    if meta.algorithms.is_some_and(|(_, hash)| hash == 1) {
+        return done(SigStatus::Error, Some("Invalid digest algorithm"));
+    }
     // The pgp crate's digest where it decoded everything, else the one
     // made from the packets' bytes.
     let decoded = match (&part.decoded, kb.primary.as_deref(), SignerKey::find(signer_kb, &kid)) {
