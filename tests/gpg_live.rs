@@ -372,9 +372,7 @@ fn gpg_quiet(gpg: &Path, home: &Path, args: &[&str]) {
 /// does not, so those are left alone).
 fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     let Some((gpg, strace)) = tools("sigs_equal_live_gpg_on_keys_of_every_curve") else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
+    let (dir, home) = empty_home();
     let keys = [
         ("secp256k1", Some("secp256k1")),
         ("brainpoolP256r1", Some("brainpoolP256r1")),
@@ -432,6 +430,14 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     compare(&gpg, &strace, &broken, false);
 }
 
+/// A temporary directory with an empty GNUPGHOME, `home`, in it.
+fn empty_home() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    (dir, home)
+}
+
 /// Keys made by the live gpg in `home`, one per `(algorithm, encryption
 /// subkey)`, each with the user id `Curve ALGO <ALGO@example.org>`:
 /// `(algorithm, fingerprint)`.
@@ -458,9 +464,7 @@ fn make_keys(gpg: &Path, home: &Path, keys: &[(&'static str, Option<&str>)]) -> 
 /// it has the signer's key.
 fn sigs_equal_live_gpg_for_every_hash() {
     let Some((gpg, strace)) = tools("sigs_equal_live_gpg_for_every_hash") else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
+    let (dir, home) = empty_home();
     let keys = [
         ("rsa1024", None),
         ("dsa1024", None),
