@@ -430,6 +430,90 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     compare(&gpg, &strace, &broken, false);
 }
 
+/// gpg lists a key's primary user id first (and looks its signers up
+/// first): a key with three user ids, the second made primary and the
+/// third revoked, each certified by a key of its own, and a key whose
+/// revoked user id has the newest self-signature.
+fn primary_user_id_first_as_gpg_lists_it() {
+    let Some((gpg, strace)) = tools("primary_user_id_first_as_gpg_lists_it") else { return };
+    let (dir, home) = empty_home();
+    let fprs =
+        make_keys(&gpg, &home, &[("ed25519", None), ("nistp256", None), ("rsa2048", None), ("brainpoolP256r1", None)]);
+    let (main, uids) = (&fprs[0].1, ["Second <second@example.org>", "Third <third@example.org>"]);
+    for uid in uids {
+        gpg_quiet(&gpg, &home, &["--quick-add-uid", main, uid]);
+    }
+    gpg_quiet(&gpg, &home, &["--quick-set-primary-uid", main, uids[0]]);
+    let first = "Curve ed25519 <ed25519@example.org>";
+    for ((signer, _), uid) in fprs[1..].iter().zip([first, uids[0], uids[1]]) {
+        gpg_quiet(&gpg, &home, &["-u", &format!("<{signer}@example.org>"), "--quick-sign-key", main, uid]);
+    }
+    gpg_quiet(&gpg, &home, &["--quick-revoke-uid", main, uids[1]]);
+    let other = &fprs[1].1;
+    gpg_quiet(&gpg, &home, &["--quick-add-uid", other, "Later <later@example.org>"]);
+    gpg_quiet(&gpg, &home, &["--quick-revoke-uid", other, "Later <later@example.org>"]);
+    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    let o =
+        Command::new(&gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", main]).output().unwrap();
+    let listed: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("uid:"))
+        .map(|l| l.split(':').nth(9).unwrap().to_string())
+        .collect();
+    assert_eq!(listed.first().map(String::as_str), Some(uids[0]), "gpg lists {listed:?}");
+    let kbx = dir.path().join("uids.kbx");
+    std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
+    compare(&gpg, &strace, &kbx, false);
+    let o = run(["list", "--with-sigs", "--json", kbx.to_str().unwrap()]);
+    let ours: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["fingerprint"].as_str() == Some(main.as_str()))
+        .flat_map(|v| v["signatures"].as_array().unwrap().clone())
+        .filter(|g| g["kind"] == "uid")
+        .map(|g| g["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ours, listed, "user ids in gpg's order");
+}
+
+/// gpg's time checks look at the key that made a signature: a
+/// certification made an hour in the future is good; one dated before its
+/// signer's key, or by a key made an hour in the future, is a time
+/// conflict (`%`), and so are the cached self-signatures of that key
+/// (gpg makes such signatures with `--faked-system-time` and
+/// `--ignore-time-conflict`).
+fn time_conflicts_as_gpg_marks_them() {
+    let Some((gpg, strace)) = tools("time_conflicts_as_gpg_marks_them") else { return };
+    let (dir, home) = empty_home();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let at = |t: u64| format!("{t}!");
+    let fprs = make_keys(&gpg, &home, &[("ed25519", None), ("nistp256", None), ("rsa2048", None)]);
+    gpg_quiet(&gpg, &home, &["--faked-system-time", &at(now + 3600), "--quick-gen-key", "Later <later@example.org>"]);
+    let sign = |faked: u64, signer: &str, target: &str| {
+        let faked = at(faked);
+        gpg_quiet(
+            &gpg,
+            &home,
+            &["--ignore-time-conflict", "--faked-system-time", &faked, "-u", signer, "--quick-sign-key", target],
+        );
+    };
+    // In the future; before the signer's key; by a key from the future.
+    sign(now + 3600, "<nistp256@example.org>", &fprs[0].1);
+    sign(now - 3600, "<rsa2048@example.org>", &fprs[0].1);
+    sign(now + 3600, "<later@example.org>", &fprs[1].1);
+    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    let kbx = dir.path().join("times.kbx");
+    std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
+    let o = Command::new(&gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "--check-sigs"]).output();
+    let marks: String = String::from_utf8_lossy(&o.unwrap().stdout)
+        .lines()
+        .filter(|l| l.starts_with("sig:"))
+        .map(|l| l.split(':').nth(1).unwrap().to_string())
+        .collect();
+    assert!(marks.matches('%').count() >= 3 && marks.contains('!'), "gpg's marks: {marks}");
+    compare(&gpg, &strace, &kbx, false);
+}
+
 /// A temporary directory with an empty GNUPGHOME, `home`, in it.
 fn empty_home() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -540,4 +624,6 @@ crate::tests![
     recorded_gpg_statuses_for_every_algorithm,
     sigs_equal_live_gpg_on_keys_of_every_curve needs ["gpg", "strace"],
     sigs_equal_live_gpg_for_every_hash needs ["gpg", "strace"],
+    primary_user_id_first_as_gpg_lists_it needs ["gpg", "strace"],
+    time_conflicts_as_gpg_marks_them needs ["gpg", "strace"],
 ];

@@ -122,7 +122,7 @@ fn sig_line(s: &mut String, l: &SigLine) {
         0x11..=0x13 => char::from(b'0' + l.class_byte - 0x10),
         _ => ' ',
     };
-    let local = if l.class.ends_with('l') { 'L' } else { ' ' };
+    let local = if l.class.get(2..3) == Some("l") { 'L' } else { ' ' };
     let created = l.created.as_deref().map_or("", date);
     let _ = write!(s, "{word}{}{level} {local}      {} {created}  ", l.mark, l.signer_key_id);
     match (l.status, &l.signer_uid) {

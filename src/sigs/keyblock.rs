@@ -200,6 +200,15 @@ impl Keyblock {
         self.key_id().into_iter().chain(subkeys).collect()
     }
 
+    /// The primary key's creation time, Unix seconds (read from its bytes
+    /// when the crate could not decode it).
+    pub fn created(&self) -> Option<i64> {
+        match &self.primary {
+            Some(p) => Some(i64::from(p.created_at().as_secs())),
+            None => self.raw_primary().map(|k| i64::from(k.created)),
+        }
+    }
+
     /// The primary key's 64-bit key id (read from its bytes when the crate
     /// could not decode it).
     pub fn key_id(&self) -> Option<[u8; 8]> {
@@ -209,58 +218,73 @@ impl Keyblock {
         }
     }
 
-    /// The user id gpg shows for this key (`get_primary_uid`): among user
-    /// ids whose newest self-signature says "primary", the newest; else the
-    /// one with the newest self-signature; else the one that sorts last
-    /// (length, then bytes). Ties go to the one that sorts last.
-    /// `[User ID not found]` when the key has no user id.
+    /// The user id gpg shows for this key (`get_primary_uid`): the one of
+    /// [`Self::primary_uid_group`], else the one that sorts last (length,
+    /// then bytes); `[User ID not found]` when the key has no user id.
     pub fn primary_uid(&self) -> Vec<u8> {
-        let own = self.key_id();
-        // (created, primary flag, uid) of each user id before the first subkey.
-        let mut uids: Vec<(u32, bool, &[u8])> = Vec::new();
-        for g in &self.groups {
+        if let Some(i) = self.primary_uid_group() {
+            if let Component::Uid(u) = &self.groups[i].component {
+                return u.id().to_vec();
+            }
+        }
+        let sorts_after = |a: &[u8], b: &[u8]| (a.len(), a) > (b.len(), b);
+        let mut best: Option<&[u8]> = None;
+        for g in self.groups.iter().take_while(|g| !matches!(g.component, Component::Subkey(_))) {
+            if let Component::Uid(u) = &g.component {
+                if best.is_none_or(|b| sorts_after(u.id(), b)) {
+                    best = Some(u.id());
+                }
+            }
+        }
+        best.map_or_else(|| b"[User ID not found]".to_vec(), <[u8]>::to_vec)
+    }
+
+    /// The group of the user id gpg takes as primary (`merge_selfsigs`),
+    /// which its listings move to the front (`reorder_keyblock`): among
+    /// user ids with a self-signature and not revoked by the key since,
+    /// those whose newest self-signature says "primary", the newest; else
+    /// the one with the newest self-signature. Ties go to the one that
+    /// sorts last (length, then bytes). `None` when no user id qualifies.
+    pub fn primary_uid_group(&self) -> Option<usize> {
+        let own = self.key_id()?;
+        let by_own = |class: &dyn Fn(u8) -> bool, g: &Group| {
+            g.sigs
+                .iter()
+                .filter_map(|p| p.decoded.as_ref().ok())
+                .filter(|s| s.typ().map(u8::from).is_some_and(class) && issuer_key_id(s) == Some(own))
+                .map(|s| (s.created().map_or(0, |t| t.as_secs()), s.is_primary()))
+                .max_by_key(|s| s.0)
+        };
+        // (created, primary flag, uid, group) of each user id before the first subkey.
+        let mut uids: Vec<(u32, bool, &[u8], usize)> = Vec::new();
+        for (i, g) in self.groups.iter().enumerate() {
             match &g.component {
                 Component::Subkey(_) => break,
                 Component::Uid(u) => {
-                    let newest = g
-                        .sigs
-                        .iter()
-                        .filter_map(|p| p.decoded.as_ref().ok())
-                        .filter(|s| {
-                            matches!(s.typ().map(u8::from), Some(0x10..=0x13))
-                                && own.is_some_and(|k| issuer_key_id(s) == Some(k))
-                        })
-                        .max_by_key(|s| s.created().map_or(0, |t| t.as_secs()));
-                    let created = newest.and_then(|s| s.created()).map_or(0, |t| t.as_secs());
-                    uids.push((created, newest.is_some_and(|s| s.is_primary()), u.id()));
+                    let Some((created, primary)) = by_own(&|c| matches!(c, 0x10..=0x13), g) else { continue };
+                    let revoked = by_own(&|c| c == 0x30, g).is_some_and(|r| r.0 >= created);
+                    if created != 0 && !revoked {
+                        uids.push((created, primary, u.id(), i));
+                    }
                 }
                 _ => {}
             }
         }
         let sorts_after = |a: &[u8], b: &[u8]| (a.len(), a) > (b.len(), b);
         let pick = |flagged: bool| {
-            let mut best: Option<(u32, &[u8])> = None;
-            for &(created, primary, id) in &uids {
-                if primary != flagged || created == 0 {
+            let mut best: Option<(u32, &[u8], usize)> = None;
+            for &(created, primary, id, i) in &uids {
+                if primary != flagged {
                     continue;
                 }
                 match best {
-                    Some((c, b)) if created < c || (created == c && !sorts_after(id, b)) => {}
-                    _ => best = Some((created, id)),
+                    Some((c, b, _)) if created < c || (created == c && !sorts_after(id, b)) => {}
+                    _ => best = Some((created, id, i)),
                 }
             }
-            best.map(|b| b.1)
+            best.map(|b| b.2)
         };
-        if let Some(u) = pick(true).or_else(|| pick(false)) {
-            return u.to_vec();
-        }
-        let mut best: Option<&[u8]> = None;
-        for &(_, _, id) in &uids {
-            if best.is_none_or(|b| sorts_after(id, b)) {
-                best = Some(id);
-            }
-        }
-        best.map_or_else(|| b"[User ID not found]".to_vec(), <[u8]>::to_vec)
+        pick(true).or_else(|| pick(false))
     }
 }
 

@@ -44,6 +44,12 @@
 //!   keys, the older half dropped when full) first, then the key-id search
 //!   on the cached handle as above. Found keyblocks also fill the user-id
 //!   cache, so the user id printed after the check comes from memory.
+//!   A keyblock gpg would not take (`finish_lookup`; here: a primary key
+//!   made in the future, which has no self-signature gpg accepts yet) is
+//!   passed over and the search goes on, to the next match or the end of
+//!   the file, on the same handle; a key-id search that ends there puts
+//!   the key id in the kid-not-found cache like any other that finds
+//!   nothing.
 //!
 //! kbxscope reproduces this read-only; it models neither the dotlock
 //! files nor `trustdb.gpg`, and verifies every signature (gpg also keeps a
@@ -116,6 +122,9 @@ impl Signer {
     }
 }
 
+/// Whether gpg's key lookup takes a keyblock it found.
+pub type Usable<'a> = dyn Fn(&Signer) -> bool + 'a;
+
 /// The lookups listing signatures needs.
 pub trait SignerLookup {
     /// A signer by key id, for its user id (gpg's `get_user_id`).
@@ -125,11 +134,18 @@ pub trait SignerLookup {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError>;
     /// A signer's key to verify a signature (gpg's `get_pubkey_for_sig`):
     /// by issuer fingerprint if the signature has one, else (or if that
-    /// finds nothing) by key id.
+    /// finds nothing) by key id. `usable` says whether gpg would take a
+    /// keyblock it found (`finish_lookup`); where a strategy follows gpg's
+    /// searches it searches on past one it would not take.
     ///
     /// # Errors
     /// I/O errors.
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError>;
+    fn key_for_sig(
+        &mut self,
+        fpr: Option<&[u8]>,
+        kid: [u8; 8],
+        usable: &Usable<'_>,
+    ) -> Result<Option<Arc<Signer>>, LookupError>;
 }
 
 /// Keyblocks already decoded, by file offset, with the bytes they were
@@ -408,7 +424,7 @@ impl<O: Opener> GnupgLookup<O> {
     }
 
     /// `get_pubkey`'s key-id search through the cached handle.
-    fn kid_search(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn kid_search(&mut self, kid: [u8; 8], usable: &Usable<'_>) -> Result<Option<Arc<Signer>>, LookupError> {
         let mut h = match self.cached.take() {
             Some(mut h) => {
                 h.reset()?;
@@ -421,7 +437,12 @@ impl<O: Opener> GnupgLookup<O> {
         let found = if self.kid_not_found.contains(&kid) {
             None
         } else {
-            let found = h.search(&self.opener, &mut self.scratch, by_kid(kid))?;
+            let found = loop {
+                match h.search(&self.opener, &mut self.scratch, by_kid(kid))? {
+                    Some(s) if !usable(&s) => {}
+                    other => break other,
+                }
+            };
             if found.is_none() {
                 self.kid_not_found.insert(kid);
             }
@@ -440,17 +461,27 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
         if let Some(s) = self.uid_cache.get(&kid) {
             return Ok(Some(s));
         }
-        self.kid_search(kid)?;
+        self.kid_search(kid, &|_| true)?;
         Ok(self.uid_cache.get(&kid))
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(
+        &mut self,
+        fpr: Option<&[u8]>,
+        kid: [u8; 8],
+        usable: &Usable<'_>,
+    ) -> Result<Option<Arc<Signer>>, LookupError> {
         if let Some(fpr) = fpr {
             let _span =
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
                     .entered();
             let mut h = KbHandle::new();
-            let found = h.search(&self.opener, &mut self.scratch, by_fpr(fpr))?;
+            let found = loop {
+                match h.search(&self.opener, &mut self.scratch, by_fpr(fpr))? {
+                    Some(s) if !usable(&s) => {}
+                    other => break other,
+                }
+            };
             if self.cached.is_none() {
                 self.cached = Some(h);
             }
@@ -462,7 +493,7 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
         if let Some(s) = self.pk_cache.get(&kid) {
             return Ok(Some(s));
         }
-        let found = self.kid_search(kid)?;
+        let found = self.kid_search(kid, usable)?;
         if let Some(s) = &found {
             self.pk_cache.insert(kid, s);
         }
@@ -499,7 +530,12 @@ impl<O: Opener> SignerLookup for ScanLookup<O> {
         self.rescan(by_kid(kid))
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(
+        &mut self,
+        fpr: Option<&[u8]>,
+        kid: [u8; 8],
+        _: &Usable<'_>,
+    ) -> Result<Option<Arc<Signer>>, LookupError> {
         if let Some(fpr) = fpr {
             if let Some(s) = self.rescan(by_fpr(fpr))? {
                 return Ok(Some(s));
@@ -536,7 +572,12 @@ impl SignerLookup for &IndexLookup {
         Ok(self.by_kid.get(&kid).cloned())
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(
+        &mut self,
+        fpr: Option<&[u8]>,
+        kid: [u8; 8],
+        _: &Usable<'_>,
+    ) -> Result<Option<Arc<Signer>>, LookupError> {
         if let Some(s) = fpr.and_then(|f| self.by_fpr.get(f)) {
             return Ok(Some(s.clone()));
         }
@@ -549,8 +590,13 @@ impl SignerLookup for IndexLookup {
         (&*self).user_id_of(kid)
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
-        (&*self).key_for_sig(fpr, kid)
+    fn key_for_sig(
+        &mut self,
+        fpr: Option<&[u8]>,
+        kid: [u8; 8],
+        usable: &Usable<'_>,
+    ) -> Result<Option<Arc<Signer>>, LookupError> {
+        (&*self).key_for_sig(fpr, kid, usable)
     }
 }
 

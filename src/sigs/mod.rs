@@ -20,7 +20,6 @@ pub mod lookup;
 pub mod raw;
 pub mod verify;
 
-use pgp::types::KeyDetails as _;
 use serde::Serialize;
 
 use crate::kbx::dump::hex_upper;
@@ -78,7 +77,7 @@ pub struct SigLine {
     /// Creation time, RFC 3339 UTC.
     pub created: Option<String>,
     /// Signature class as gpg's colon listing shows it (`13x`; `l` when
-    /// not exportable).
+    /// not exportable; a revocation's reason code after a comma, `30x,20`).
     pub class: String,
     /// The status.
     pub status: SigStatus,
@@ -142,6 +141,9 @@ struct Meta {
     class: u8,
     created: Option<u32>,
     exportable: bool,
+    /// The reason-for-revocation code, which gpg's colon listing appends
+    /// to the class (`30x,20`).
+    revocation_reason: Option<u8>,
     /// Public-key and hash algorithm ids.
     algorithms: Option<(u8, u8)>,
 }
@@ -154,6 +156,7 @@ impl Meta {
             class: sig.typ().map_or(0, u8::from),
             created: sig.created().map(|t| t.as_secs()),
             exportable: sig.exportable_certification(),
+            revocation_reason: sig.revocation_reason_code().map(|c| u8::from(*c)),
             algorithms: sig.config().map(|c| (u8::from(c.pub_alg), u8::from(c.hash_alg))),
         }
     }
@@ -165,6 +168,7 @@ impl Meta {
             class: sig.class,
             created: sig.created,
             exportable: sig.exportable,
+            revocation_reason: sig.revocation_reason,
             algorithms: Some((sig.pub_alg, sig.hash_alg)),
         }
     }
@@ -174,11 +178,12 @@ impl Meta {
 fn line(meta: Option<&Meta>, status: SigStatus, reason: Option<String>) -> SigLine {
     let class_byte = meta.map_or(0, |m| m.class);
     let exportable = meta.is_none_or(|m| m.exportable);
+    let revoked_for = meta.and_then(|m| m.revocation_reason).map(|r| format!(",{r:02x}")).unwrap_or_default();
     SigLine {
         signer_key_id: hex_upper(&meta.map_or([0; 8], |m| m.kid)),
         signer_uid: None,
         created: meta.and_then(|m| m.created).map(|t| rfc3339(i64::from(t))),
-        class: format!("{class_byte:02x}{}", if exportable { 'x' } else { 'l' }),
+        class: format!("{class_byte:02x}{}{revoked_for}", if exportable { 'x' } else { 'l' }),
         status,
         mark: status.mark(),
         reason,
@@ -205,7 +210,18 @@ pub fn check_keyblock(
 ) -> Result<Vec<SigGroup>, LookupError> {
     let own_ids = kb.key_ids();
     let mut groups = Vec::with_capacity(kb.groups.len());
-    for g in &kb.groups {
+    // gpg lists the primary user id first (`reorder_keyblock`), right
+    // after the primary key's own signatures, and looks signers up in
+    // that order.
+    let first_uid = kb.primary_uid_group();
+    let order = kb
+        .groups
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i == 0)
+        .chain(first_uid.map(|i| (i, &kb.groups[i])))
+        .chain(kb.groups.iter().enumerate().filter(|(i, _)| *i != 0 && Some(*i) != first_uid));
+    for (_, g) in order {
         let (kind, label) = match &g.component {
             Component::Key => ("key", String::new()),
             Component::Uid(u) => ("uid", String::from_utf8_lossy(u.id()).into_owned()),
@@ -278,18 +294,18 @@ fn check_one(
     lookup: &mut impl SignerLookup,
 ) -> Result<SigLine, LookupError> {
     let done = |status, reason: Option<&str>| Ok(line(Some(meta), status, reason.map(str::to_string)));
+    // gpg's time checks (`check_signature_metadata_validity`) on the key
+    // that made the signature: a conflict when it is newer than the
+    // signature or was made in the future (a signature made in the future
+    // is fine).
+    let created = meta.created.map_or(0, i64::from);
+    let conflict = |key_created: i64| key_created > created || key_created > now;
+    let key_created = kb.created();
     // gpg's signature cache (`check_key_signature2`): a verdict stored in
     // the keyblock's ring-trust packet is taken as it is, after the time
-    // checks (`check_signature_metadata_validity`: a signature older than
-    // the key, or made in the future).
-    let created = meta.created.map_or(0, i64::from);
-    let key_created = match &kb.primary {
-        Some(p) => Some(i64::from(p.created_at().as_secs())),
-        None => kb.raw_primary().map(|k| i64::from(k.created)),
-    };
-    let time_conflict = key_created.is_some_and(|k| created < k) || created > now;
+    // checks, which there look at the keyblock's primary key.
     if let Some(valid) = part.cached {
-        if time_conflict {
+        if key_created.is_some_and(conflict) {
             return done(SigStatus::Error, Some("Time conflict"));
         }
         return if valid { done(SigStatus::Good, None) } else { done(SigStatus::Bad, Some("Bad signature")) };
@@ -306,20 +322,31 @@ fn check_one(
     if key_created.is_none() {
         return done(SigStatus::Error, Some("Unknown public key algorithm"));
     }
-    if time_conflict {
-        return done(SigStatus::Error, Some("Time conflict"));
-    }
     let kid = meta.kid;
     let other;
     let signer_kb = if own_ids.contains(&kid) {
         kb
     } else {
-        let Some(signer) = lookup.key_for_sig(meta.fpr.as_deref(), kid)? else {
+        // gpg's lookup passes over a key made in the future: it has no
+        // self-signature gpg accepts yet (`merge_selfsigs`).
+        let usable = |s: &Signer| s.keyblock.created().is_none_or(|c| c <= now);
+        let Some(signer) = lookup.key_for_sig(meta.fpr.as_deref(), kid, &usable)? else {
             return done(SigStatus::NoKey, Some("No public key"));
         };
+        if !usable(&signer) {
+            return done(SigStatus::NoKey, Some("No public key"));
+        }
         other = signer;
         &other.keyblock
     };
+    // The time checks, now on the signer's key (primary or subkey).
+    let signer_created = match SignerKey::find(signer_kb, &kid) {
+        Some(k) => Some(i64::from(k.created_at().as_secs())),
+        None => signer_kb.raw_key(&kid).map(|k| i64::from(k.created)),
+    };
+    if signer_created.is_some_and(conflict) {
+        return done(SigStatus::Error, Some("Time conflict"));
+    }
     // With the signer's key in hand, gpg rejects a digest it holds weak
     // (`check_signature_end_simple`; MD5 by default: "signatures using the
     // MD5 algorithm are rejected"), whatever the key's algorithm.

@@ -136,6 +136,8 @@ pub struct SigPacket {
     pub issuer_fpr: Option<Vec<u8>>,
     /// Whether it is exportable (no hashed "exportable: no" subpacket).
     pub exportable: bool,
+    /// The code of a hashed reason-for-revocation subpacket.
+    pub revocation_reason: Option<u8>,
     /// The hashed part: what the digest takes of the signature itself.
     hashed: Vec<u8>,
     /// The digest's first two bytes as the signature carries them.
@@ -161,6 +163,7 @@ impl SigPacket {
             issuer: None,
             issuer_fpr: None,
             exportable: true,
+            revocation_reason: None,
             hashed: Vec::new(),
             left16: [0; 2],
             values: Vec::new(),
@@ -213,7 +216,8 @@ impl SigPacket {
     }
 
     /// The subpackets gpg reads for a listing: creation time (2),
-    /// exportable (4, hashed only), issuer (16), issuer fingerprint (33).
+    /// exportable (4, hashed only), issuer (16), reason for revocation
+    /// (29, hashed only), issuer fingerprint (33).
     fn read_subpackets(&mut self, mut b: &[u8], hashed: bool) -> Result<(), String> {
         let bad = || "a signature subpacket runs past its area".to_string();
         while let Some((&l0, rest)) = b.split_first() {
@@ -234,6 +238,7 @@ impl SigPacket {
                 }
                 (4, 1) if hashed => self.exportable = data[0] != 0,
                 (16, 8) if self.issuer.is_none() => self.issuer = Some(data.try_into().expect("8 bytes")),
+                (29, 1..) if hashed && self.revocation_reason.is_none() => self.revocation_reason = Some(data[0]),
                 (33, 21 | 33) if self.issuer_fpr.is_none() => self.issuer_fpr = Some(data[1..].to_vec()),
                 _ => {}
             }

@@ -37,6 +37,14 @@ pub enum SignerKey<'a> {
 }
 
 impl<'a> SignerKey<'a> {
+    /// The key's creation time.
+    pub fn created_at(&self) -> Timestamp {
+        match self {
+            Self::Primary(k) => k.created_at(),
+            Self::Sub(k) => k.created_at(),
+        }
+    }
+
     /// The key of `kb` (primary or subkey) whose key id is `kid`.
     pub fn find(kb: &'a Keyblock, kid: &[u8; 8]) -> Option<Self> {
         if let Some(p) = kb.primary.as_deref() {
