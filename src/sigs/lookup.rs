@@ -283,6 +283,23 @@ impl<O: Opener> KbHandle<O> {
         let f = self.file.as_mut().expect("just opened");
         Ok(search("gnupg", f, scratch, matches)?)
     }
+
+    /// [`Self::search`] on past matches gpg would not take, as its
+    /// `lookup` loop does: the first usable one, or `None` at the end.
+    fn search_usable(
+        &mut self,
+        opener: &O,
+        scratch: &mut Scratch,
+        matches: impl Fn(&[u8]) -> bool,
+        usable: &Usable<'_>,
+    ) -> Result<Option<Arc<Signer>>, LookupError> {
+        loop {
+            match self.search(opener, scratch, &matches)? {
+                Some(s) if !usable(&s) => {}
+                found => return Ok(found),
+            }
+        }
+    }
 }
 
 /// gpg's access pattern; see the module docs.
@@ -437,12 +454,7 @@ impl<O: Opener> GnupgLookup<O> {
         let found = if self.kid_not_found.contains(&kid) {
             None
         } else {
-            let found = loop {
-                match h.search(&self.opener, &mut self.scratch, by_kid(kid))? {
-                    Some(s) if !usable(&s) => {}
-                    other => break other,
-                }
-            };
+            let found = h.search_usable(&self.opener, &mut self.scratch, by_kid(kid), usable)?;
             if found.is_none() {
                 self.kid_not_found.insert(kid);
             }
@@ -476,12 +488,7 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
                     .entered();
             let mut h = KbHandle::new();
-            let found = loop {
-                match h.search(&self.opener, &mut self.scratch, by_fpr(fpr))? {
-                    Some(s) if !usable(&s) => {}
-                    other => break other,
-                }
-            };
+            let found = h.search_usable(&self.opener, &mut self.scratch, by_fpr(fpr), usable)?;
             if self.cached.is_none() {
                 self.cached = Some(h);
             }
