@@ -103,6 +103,7 @@ pub fn install(path: &std::path::Path, process: &str, level: TraceLevel, max: u6
     let notes = Arc::new(Notes::new(format!("kbxscope {process}"), max));
     let writer = Rewriter::new(BufWriter::new(file), notes.clone());
     let (chrome, guard) = ChromeLayerBuilder::new().writer(writer).include_args(true).include_locations(false).build();
+    notes.clock_started();
     let seen = Arc::new(AtomicU64::new(0));
     let (counter, cut) = (seen.clone(), notes.clone());
     let capped = move |target: &str| TraceLevel::of(target).is_some_and(|d| d > TraceLevel::Command);

@@ -38,9 +38,11 @@ const NOTES_TID: u64 = 1 << 20;
 /// and whether a signal ended the command.
 #[derive(Debug)]
 pub struct Notes {
-    /// When tracing-chrome's clock started (taken just before it was built:
-    /// a few microseconds early at most).
-    pub start: Instant,
+    /// When tracing-chrome's clock started: taken again just after the
+    /// layer is built ([`Notes::clock_started`]), since tracing-chrome
+    /// starts its clock only after spawning its writer thread, which can
+    /// take a millisecond on a busy machine.
+    pub start: Mutex<Instant>,
     /// The process's name in the trace.
     pub process: String,
     /// The span cap.
@@ -57,7 +59,7 @@ impl Notes {
     /// Notes for a trace whose clock starts now.
     pub fn new(process: String, max_spans: u64) -> Self {
         Self {
-            start: Instant::now(),
+            start: Mutex::new(Instant::now()),
             process,
             max_spans,
             cut_at: Mutex::new(None),
@@ -66,9 +68,15 @@ impl Notes {
         }
     }
 
+    /// Tracing-chrome's clock has just started: take its start as ours.
+    pub fn clock_started(&self) {
+        *self.start.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
     fn cut_ts(&self) -> Option<f64> {
         let cut = *self.cut_at.lock().unwrap_or_else(PoisonError::into_inner);
-        cut.map(|at| at.saturating_duration_since(self.start).as_nanos() as f64 / 1000.0)
+        let start = *self.start.lock().unwrap_or_else(PoisonError::into_inner);
+        cut.map(|at| at.saturating_duration_since(start).as_nanos() as f64 / 1000.0)
     }
 }
 
@@ -81,6 +89,8 @@ pub struct Rewriter<W: Write> {
     /// Open spans per thread id: names, innermost last.
     open: HashMap<u64, Vec<String>>,
     last_ts: f64,
+    /// The latest begin written.
+    last_begin: f64,
     cut_marked: bool,
     /// Per thread, a `kbx::event` begin waiting for its end.
     held: HashMap<u64, Value>,
@@ -96,6 +106,7 @@ impl<W: Write> Rewriter<W> {
             wrote_event: false,
             open: HashMap::new(),
             last_ts: 0.0,
+            last_begin: 0.0,
             cut_marked: false,
             held: HashMap::new(),
         }
@@ -187,8 +198,13 @@ impl<W: Write> Rewriter<W> {
             }
             if !self.cut_marked {
                 if let Some(cut) = self.notes.cut_ts().filter(|cut| ts >= *cut) {
-                    self.mark_cut(cut)?;
+                    // Spans that began were admitted before the cut, so it
+                    // is not earlier than the last of them.
+                    self.mark_cut(cut.max(self.last_begin).min(ts))?;
                 }
+            }
+            if ph == "B" {
+                self.last_begin = self.last_begin.max(ts);
             }
             if ph == "B" && event["cat"] == "kbx::event" {
                 self.open.entry(tid).or_default().push(event["name"].as_str().unwrap_or_default().to_string());
@@ -299,7 +315,7 @@ mod tests {
     #[test]
     fn the_cut_is_marked_where_it_happened() {
         let notes = Notes::new("kbxscope".into(), 1);
-        *notes.cut_at.lock().unwrap() = Some(notes.start + std::time::Duration::from_nanos(2500));
+        *notes.cut_at.lock().unwrap() = Some(*notes.start.lock().unwrap() + std::time::Duration::from_nanos(2500));
         *notes.dropped.lock().unwrap() = 7;
         let events = rewrite(INPUT, notes);
         let at = events.iter().position(|e| e["tid"] == NOTES_TID && e["ph"] == "B").expect("marked");
