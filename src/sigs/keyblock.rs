@@ -183,7 +183,7 @@ impl Keyblock {
     }
 
     /// Whether the crate decoded every key of the keyblock.
-    pub fn all_keys_decoded(&self) -> bool {
+    fn all_keys_decoded(&self) -> bool {
         self.primary.is_some() && !self.groups.iter().any(|g| matches!(g.component, Component::Subkey(None)))
     }
 

@@ -76,9 +76,10 @@ use crate::io::{read_blob, BufferedReader, Next, OpenError, Opener, ReadBlobErro
 use crate::kbx::blob::KEY_TABLE_OFFSET;
 use crate::kbx::search::derived_key_id;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+pub use cache::CACHE_SIZE;
+use cache::{PkCache, UidCache};
 
-/// gpg's `PK_UID_CACHE_SIZE` (configure's default key cache size).
-pub const CACHE_SIZE: usize = 4096;
+mod cache;
 
 /// Errors of a lookup.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +123,9 @@ impl Signer {
     }
 }
 
+/// What a lookup answers: the signer, or `None` when none is found.
+pub type Found = Result<Option<Arc<Signer>>, LookupError>;
+
 /// Whether gpg's key lookup takes a keyblock it found.
 pub type Usable<'a> = dyn Fn(&Signer) -> bool + 'a;
 
@@ -131,7 +135,7 @@ pub trait SignerLookup {
     ///
     /// # Errors
     /// I/O errors.
-    fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError>;
+    fn user_id_of(&mut self, kid: [u8; 8]) -> Found;
     /// A signer's key to verify a signature (gpg's `get_pubkey_for_sig`):
     /// by issuer fingerprint if the signature has one, else (or if that
     /// finds nothing) by key id. `usable` says whether gpg would take a
@@ -140,12 +144,7 @@ pub trait SignerLookup {
     ///
     /// # Errors
     /// I/O errors.
-    fn key_for_sig(
-        &mut self,
-        fpr: Option<&[u8]>,
-        kid: [u8; 8],
-        usable: &Usable<'_>,
-    ) -> Result<Option<Arc<Signer>>, LookupError>;
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>) -> Found;
 }
 
 /// Keyblocks already decoded, by file offset, with the bytes they were
@@ -271,12 +270,7 @@ impl<O: Opener> KbHandle<O> {
         Ok(())
     }
 
-    fn search(
-        &mut self,
-        opener: &O,
-        scratch: &mut Scratch,
-        matches: impl Fn(&[u8]) -> bool,
-    ) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn search(&mut self, opener: &O, scratch: &mut Scratch, matches: impl Fn(&[u8]) -> bool) -> Found {
         if self.file.is_none() {
             self.file = Some(opener.open()?);
         }
@@ -292,7 +286,7 @@ impl<O: Opener> KbHandle<O> {
         scratch: &mut Scratch,
         matches: impl Fn(&[u8]) -> bool,
         usable: &Usable<'_>,
-    ) -> Result<Option<Arc<Signer>>, LookupError> {
+    ) -> Found {
         loop {
             match self.search(opener, scratch, &matches)? {
                 Some(s) if !usable(&s) => {}
@@ -311,87 +305,6 @@ pub struct GnupgLookup<O: Opener> {
     uid_cache: UidCache,
     pk_cache: PkCache,
     kid_not_found: HashSet<[u8; 8]>,
-}
-
-/// gpg's user-id cache (`cache_user_id`): keyblocks in the order they
-/// came, at most [`CACHE_SIZE`]; a keyblock sharing a fingerprint with a
-/// cached one is not added, and when the cache is full the newest entry
-/// goes. Indexed by key id and fingerprint, so a lookup costs what a hash
-/// lookup costs however full the cache is.
-#[derive(Default)]
-struct UidCache {
-    entries: Vec<Arc<Signer>>,
-    /// Positions in `entries` per key id, oldest first.
-    by_kid: HashMap<[u8; 8], Vec<usize>>,
-    /// Every cached fingerprint (each in one entry only).
-    fingerprints: HashSet<Vec<u8>>,
-}
-
-impl UidCache {
-    /// The newest cached keyblock with key id `kid`.
-    fn get(&self, kid: &[u8; 8]) -> Option<Arc<Signer>> {
-        self.by_kid.get(kid).and_then(|at| at.last()).map(|&i| self.entries[i].clone())
-    }
-
-    fn insert(&mut self, s: &Arc<Signer>) {
-        if s.fingerprints.iter().any(|f| self.fingerprints.contains(f)) {
-            return;
-        }
-        if self.entries.len() >= CACHE_SIZE {
-            if let Some(newest) = self.entries.pop() {
-                for k in &newest.key_ids {
-                    // The newest entry is the last position of each of its key ids.
-                    if let Some(at) = self.by_kid.get_mut(k) {
-                        at.pop();
-                        if at.is_empty() {
-                            self.by_kid.remove(k);
-                        }
-                    }
-                }
-                for f in &newest.fingerprints {
-                    self.fingerprints.remove(f);
-                }
-            }
-        }
-        let i = self.entries.len();
-        for k in &s.key_ids {
-            let at = self.by_kid.entry(*k).or_default();
-            if at.last() != Some(&i) {
-                at.push(i);
-            }
-        }
-        self.fingerprints.extend(s.fingerprints.iter().cloned());
-        self.entries.push(s.clone());
-    }
-}
-
-/// gpg's public-key cache (`cache_public_key`), by key id: an entry per
-/// key id at most; when it holds [`CACHE_SIZE`], the older half goes.
-#[derive(Default)]
-struct PkCache {
-    /// Key ids, oldest first.
-    order: Vec<[u8; 8]>,
-    by_kid: HashMap<[u8; 8], Arc<Signer>>,
-}
-
-impl PkCache {
-    fn get(&self, kid: &[u8; 8]) -> Option<Arc<Signer>> {
-        self.by_kid.get(kid).cloned()
-    }
-
-    fn insert(&mut self, kid: [u8; 8], s: &Arc<Signer>) {
-        if self.by_kid.contains_key(&kid) {
-            return;
-        }
-        if self.order.len() >= CACHE_SIZE {
-            let drop = self.order.len() - self.order.len() / 2;
-            for k in self.order.drain(..drop.saturating_sub(1)) {
-                self.by_kid.remove(&k);
-            }
-        }
-        self.order.push(kid);
-        self.by_kid.insert(kid, s.clone());
-    }
 }
 
 impl<O: Opener> GnupgLookup<O> {
@@ -441,7 +354,7 @@ impl<O: Opener> GnupgLookup<O> {
     }
 
     /// `get_pubkey`'s key-id search through the cached handle.
-    fn kid_search(&mut self, kid: [u8; 8], usable: &Usable<'_>) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn kid_search(&mut self, kid: [u8; 8], usable: &Usable<'_>) -> Found {
         let mut h = match self.cached.take() {
             Some(mut h) => {
                 h.reset()?;
@@ -469,7 +382,7 @@ impl<O: Opener> GnupgLookup<O> {
 }
 
 impl<O: Opener> SignerLookup for GnupgLookup<O> {
-    fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         if let Some(s) = self.uid_cache.get(&kid) {
             return Ok(Some(s));
         }
@@ -477,12 +390,7 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
         Ok(self.uid_cache.get(&kid))
     }
 
-    fn key_for_sig(
-        &mut self,
-        fpr: Option<&[u8]>,
-        kid: [u8; 8],
-        usable: &Usable<'_>,
-    ) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>) -> Found {
         if let Some(fpr) = fpr {
             let _span =
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
@@ -521,7 +429,7 @@ impl<O: Opener> ScanLookup<O> {
         Self { opener, handle: None, scratch: Scratch::default() }
     }
 
-    fn rescan(&mut self, matches: impl Fn(&[u8]) -> bool) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn rescan(&mut self, matches: impl Fn(&[u8]) -> bool) -> Found {
         let _span = tracing::info_span!(target: "kbx::lookup", "scan").entered();
         if self.handle.is_none() {
             self.handle = Some(self.opener.open()?);
@@ -533,16 +441,11 @@ impl<O: Opener> ScanLookup<O> {
 }
 
 impl<O: Opener> SignerLookup for ScanLookup<O> {
-    fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         self.rescan(by_kid(kid))
     }
 
-    fn key_for_sig(
-        &mut self,
-        fpr: Option<&[u8]>,
-        kid: [u8; 8],
-        _: &Usable<'_>,
-    ) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], _: &Usable<'_>) -> Found {
         if let Some(fpr) = fpr {
             if let Some(s) = self.rescan(by_fpr(fpr))? {
                 return Ok(Some(s));
@@ -575,16 +478,11 @@ impl IndexLookup {
 /// The index answers from memory and never changes after the pass, so
 /// threads can share it.
 impl SignerLookup for &IndexLookup {
-    fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         Ok(self.by_kid.get(&kid).cloned())
     }
 
-    fn key_for_sig(
-        &mut self,
-        fpr: Option<&[u8]>,
-        kid: [u8; 8],
-        _: &Usable<'_>,
-    ) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], _: &Usable<'_>) -> Found {
         if let Some(s) = fpr.and_then(|f| self.by_fpr.get(f)) {
             return Ok(Some(s.clone()));
         }
@@ -593,16 +491,11 @@ impl SignerLookup for &IndexLookup {
 }
 
 impl SignerLookup for IndexLookup {
-    fn user_id_of(&mut self, kid: [u8; 8]) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         (&*self).user_id_of(kid)
     }
 
-    fn key_for_sig(
-        &mut self,
-        fpr: Option<&[u8]>,
-        kid: [u8; 8],
-        usable: &Usable<'_>,
-    ) -> Result<Option<Arc<Signer>>, LookupError> {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>) -> Found {
         (&*self).key_for_sig(fpr, kid, usable)
     }
 }
@@ -610,49 +503,6 @@ impl SignerLookup for IndexLookup {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn signer(n: u32, fpr_of: u32) -> Arc<Signer> {
-        let fpr = [&[0u8; 16][..], &fpr_of.to_be_bytes()].concat();
-        let mut kid = [0u8; 8];
-        kid[4..].copy_from_slice(&n.to_be_bytes());
-        Arc::new(Signer {
-            keyblock: Keyblock::parse(&[]),
-            primary_uid: n.to_string().into_bytes(),
-            key_ids: vec![kid],
-            fingerprints: vec![fpr],
-        })
-    }
-
-    fn kid(n: u32) -> [u8; 8] {
-        signer(n, n).key_ids[0]
-    }
-
-    #[test]
-    fn the_user_id_cache_keeps_gpgs_rules() {
-        let mut c = UidCache::default();
-        c.insert(&signer(1, 1));
-        // A keyblock with a cached fingerprint is not added.
-        c.insert(&signer(2, 1));
-        assert!(c.get(&kid(2)).is_none());
-        // Two keyblocks with one key id: the newest answers.
-        let newer = signer(1, 3);
-        c.insert(&newer);
-        assert!(Arc::ptr_eq(&c.get(&kid(1)).unwrap(), &newer));
-        // Full: the newest entry makes room for the next one.
-        let last = 10 + CACHE_SIZE as u32;
-        for n in 10..=last {
-            c.insert(&signer(n, n));
-        }
-        assert_eq!(c.entries.len(), CACHE_SIZE);
-        assert!(c.get(&kid(last)).is_some());
-        // 2 + 4094 filled it; each of the last four then replaced the one before.
-        assert!((last - 3..last).all(|n| c.get(&kid(n)).is_none()), "each made room for the next");
-        assert!(c.get(&kid(last - 4)).is_some());
-        assert!(Arc::ptr_eq(&c.get(&kid(1)).unwrap(), &newer));
-        // The fingerprint of a dropped entry may come back.
-        c.insert(&signer(7, last - 1));
-        assert!(c.get(&kid(7)).is_some() && c.get(&kid(last)).is_none());
-    }
 
     #[test]
     fn a_decoded_keyblock_is_reused_only_for_the_same_bytes() {
@@ -673,20 +523,5 @@ mod tests {
         let other = d.signer(32, b).unwrap();
         assert_ne!(other.fingerprints, first.fingerprints, "same offset, other bytes: decoded anew");
         assert!(Arc::ptr_eq(&other, &d.signer(32, b).unwrap()));
-    }
-
-    #[test]
-    fn the_public_key_cache_drops_its_older_half() {
-        let mut c = PkCache::default();
-        for n in 0..CACHE_SIZE as u32 {
-            c.insert(kid(n), &signer(n, n));
-        }
-        c.insert(kid(0), &signer(99_999, 99_999));
-        assert_eq!(c.get(&kid(0)).unwrap().primary_uid, b"0", "one entry per key id");
-        c.insert(kid(100_000), &signer(100_000, 100_000));
-        let kept = CACHE_SIZE / 2 + 1;
-        assert_eq!(c.order.len(), kept + 1);
-        assert!(c.get(&kid(0)).is_none() && c.get(&kid(CACHE_SIZE as u32 / 2 - 2)).is_none());
-        assert!(c.get(&kid(CACHE_SIZE as u32 / 2 - 1)).is_some() && c.get(&kid(100_000)).is_some());
     }
 }

@@ -134,7 +134,7 @@ impl SigCounts {
 /// What the listing reads of a signature: from the `pgp` crate's
 /// decoding, or from the packet's bytes where the crate could not decode
 /// it (a v5 signature).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 struct Meta {
     kid: [u8; 8],
     fpr: Option<Vec<u8>>,
@@ -214,14 +214,8 @@ pub fn check_keyblock(
     // after the primary key's own signatures, and looks signers up in
     // that order.
     let first_uid = kb.primary_uid_group();
-    let order = kb
-        .groups
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i == 0)
-        .chain(first_uid.map(|i| (i, &kb.groups[i])))
-        .chain(kb.groups.iter().enumerate().filter(|(i, _)| *i != 0 && Some(*i) != first_uid));
-    for (_, g) in order {
+    let rest = (1..kb.groups.len()).filter(|&i| Some(i) != first_uid);
+    for g in std::iter::once(0).chain(first_uid).chain(rest).map(|i| &kb.groups[i]) {
         let (kind, label) = match &g.component {
             Component::Key => ("key", String::new()),
             Component::Uid(u) => ("uid", String::from_utf8_lossy(u.id()).into_owned()),
@@ -236,13 +230,17 @@ pub fn check_keyblock(
         };
         let mut sigs = Vec::with_capacity(g.sigs.len());
         for part in &g.sigs {
-            let raw = part.decoded.is_err().then(|| part.body.as_ref().map(|b| SigPacket::parse(kb.bytes(b))));
+            // What the crate could not decode, read from the bytes.
+            let raw = match (&part.decoded, &part.body) {
+                (Err(_), Some(b)) => Some(SigPacket::parse(kb.bytes(b))),
+                _ => None,
+            };
             let meta = match (&part.decoded, &raw) {
                 (Ok(s), _) => Meta::of(s),
-                (Err(_), Some(Some(Ok(r)))) => Meta::of_raw(r),
+                (Err(_), Some(Ok(r))) => Meta::of_raw(r),
                 (Err(why), _) => {
                     let why = match &raw {
-                        Some(Some(Err(e))) => e,
+                        Some(Err(e)) => e,
                         _ => why,
                     };
                     sigs.push(line(None, SigStatus::Error, Some(format!("signature packet does not decode: {why}"))));
@@ -340,7 +338,8 @@ fn check_one(
         &other.keyblock
     };
     // The time checks, now on the signer's key (primary or subkey).
-    let signer_created = match SignerKey::find(signer_kb, &kid) {
+    let signer_key = SignerKey::find(signer_kb, &kid);
+    let signer_created = match signer_key {
         Some(k) => Some(i64::from(k.created_at().as_secs())),
         None => signer_kb.raw_key(&kid).map(|k| i64::from(k.created)),
     };
@@ -355,7 +354,7 @@ fn check_one(
     }
     // The pgp crate's digest where it decoded everything, else the one
     // made from the packets' bytes.
-    let decoded = match (&part.decoded, kb.primary.as_deref(), SignerKey::find(signer_kb, &kid)) {
+    let decoded = match (&part.decoded, kb.primary.as_deref(), signer_key) {
         (Ok(sig), Some(primary), Some(k)) => Some(verify::verify(primary, &group.component, sig, k)),
         _ => None,
     };

@@ -42,8 +42,6 @@ pub struct KeyPacket {
     /// The 64-bit key id (v3: the modulus' low bytes; v4: the
     /// fingerprint's last 8 bytes; v5, v6: its first 8).
     pub key_id: [u8; 8],
-    /// The algorithm-specific key material.
-    pub material: Vec<u8>,
     /// The key material, decoded with the `pgp` crate's parameter parser
     /// (which takes curves it has no arithmetic for as opaque bytes);
     /// `None` for an algorithm it does not know.
@@ -85,16 +83,18 @@ impl KeyPacket {
             v => return Err(format!("key packet version {v} is unknown")),
         };
         let params = PublicParams::try_from_reader(PublicKeyAlgorithm::from(algo), None, material).ok();
-        Ok(Self {
-            version,
-            created,
-            algo,
-            fingerprint,
-            key_id,
-            material: material.to_vec(),
-            params,
-            body: body.to_vec(),
-        })
+        Ok(Self { version, created, algo, fingerprint, key_id, params, body: body.to_vec() })
+    }
+
+    /// The algorithm-specific key material: after the algorithm id (v2/v3:
+    /// and the validity days; v5/v6: and the material's 4-byte length).
+    pub fn material(&self) -> &[u8] {
+        let start = match self.version {
+            2 | 3 => 8,
+            4 => 6,
+            _ => 10,
+        };
+        &self.body[start..]
     }
 
     /// Append the key as a signature's digest takes it.
@@ -276,7 +276,7 @@ pub enum DigestError {
 }
 
 /// The OpenPGP hash algorithm ids gpg verifies key signatures with.
-pub fn hash_of(id: u8) -> Option<(Hash, pgp::crypto::hash::HashAlgorithm)> {
+fn hash_of(id: u8) -> Option<(Hash, pgp::crypto::hash::HashAlgorithm)> {
     use pgp::crypto::hash::HashAlgorithm as H;
     Some(match id {
         2 => (Hash::Sha1, H::Sha1),
@@ -289,13 +289,18 @@ pub fn hash_of(id: u8) -> Option<(Hash, pgp::crypto::hash::HashAlgorithm)> {
     })
 }
 
-/// The digest `sig` signs, over `primary` and `signed`.
+/// The digest `sig` signs, over `primary` and `signed`, and its hash as
+/// the `pgp` crate's verifiers name it.
 ///
 /// # Errors
 /// [`DigestError`]: an algorithm gpg does not take, or a digest whose
 /// first two bytes differ from the signature's.
-pub fn digest(sig: &SigPacket, primary: &KeyPacket, signed: Signed<'_>) -> Result<Vec<u8>, DigestError> {
-    let (hash, _) = hash_of(sig.hash_alg).ok_or(DigestError::Algorithm)?;
+pub fn digest(
+    sig: &SigPacket,
+    primary: &KeyPacket,
+    signed: Signed<'_>,
+) -> Result<(Vec<u8>, pgp::crypto::hash::HashAlgorithm), DigestError> {
+    let (hash, algorithm) = hash_of(sig.hash_alg).ok_or(DigestError::Algorithm)?;
     let mut data = Vec::with_capacity(512);
     primary.hash_into(&mut data);
     match signed {
@@ -323,7 +328,7 @@ pub fn digest(sig: &SigPacket, primary: &KeyPacket, signed: Signed<'_>) -> Resul
     if digest[..2] != sig.left16 {
         return Err(DigestError::Left16);
     }
-    Ok(digest)
+    Ok((digest, algorithm))
 }
 
 /// One MPI at the start of `b`: (its bytes, the rest).

@@ -119,10 +119,7 @@ pub fn verify_raw(
 ) -> Verdict {
     let unknown = || Verdict::Error("Unknown public key algorithm".into());
     let Some(params) = signer.params.as_ref() else { return unknown() };
-    let Some((_, hash)) = raw::hash_of(sig.hash_alg) else {
-        return Verdict::Error("Invalid digest algorithm".into());
-    };
-    let digest = match raw::digest(sig, primary, signed) {
+    let (digest, hash) = match raw::digest(sig, primary, signed) {
         Ok(d) => d,
         Err(raw::DigestError::Algorithm) => return Verdict::Error("Invalid digest algorithm".into()),
         Err(raw::DigestError::Left16) => return Verdict::Bad,

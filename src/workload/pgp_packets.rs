@@ -150,7 +150,7 @@ fn key(body: &[u8], subkey: bool) -> Result<RawKey, String> {
         fingerprint: hex_upper(&k.fingerprint),
         key_id: hex_upper(&k.key_id),
         created: k.created,
-        algorithm: algorithm_name(k.algo, &k.material),
+        algorithm: algorithm_name(k.algo, k.material()),
         usage: String::new(),
     })
 }
