@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # The arrows between the library's modules run one way:
-#   cli (binary) → sweep → workload → validate, sigs → telemetry → io → kbx (format crate)
-# (gen stands beside them on the format crate.) The compiler already keeps
-# the format crate free of everything of ours (it is a crate of its own)
-# and the library free of the CLI (the CLI lives in the binary); this
-# check keeps the arrows between the library's modules. Test code (files
-# named tests.rs, and everything from a file's `#[cfg(test)]` on) may use
-# anything.
+#   cli (binary) → sweep → workload → x509, openpgp → lookup → telemetry → io → events → kbx (format crate)
+#   x509 → crypto, openpgp → crypto; never x509 ⇄ openpgp
+# (generate stands beside them on the format crate; units and timefmt are
+# leaves any module may use.) The compiler already keeps the format crate
+# free of everything of ours (it is a crate of its own) and the library
+# free of the CLI (the CLI lives in the binary); this check keeps the
+# arrows between the library's modules. Test code (files named tests.rs,
+# and everything from a file's `#[cfg(test)]` on) may use anything.
 set -euo pipefail
 cd "$(dirname "$0")/../src"
 
 declare -A allowed=(
-  [io]="kbx units"
-  [telemetry]="io kbx units"
-  [validate]="io kbx telemetry"
-  [sigs]="io kbx telemetry timefmt validate"
-  [workload]="io kbx telemetry validate sigs timefmt"
-  [gen]="kbx timefmt units"
-  [sweep]="io kbx telemetry validate sigs workload gen timefmt units"
+  [events]="kbx units"
+  [io]="events kbx units"
+  [telemetry]="events kbx units"
+  [crypto]=""
+  [lookup]="io events kbx telemetry"
+  [x509]="crypto lookup io events kbx telemetry timefmt"
+  [openpgp]="crypto lookup io events kbx telemetry timefmt"
+  [workload]="x509 openpgp lookup io events kbx telemetry timefmt"
+  [generate]="kbx timefmt units"
+  [sweep]="workload x509 openpgp lookup io events kbx telemetry generate timefmt units"
 )
 status=0
 for dir in */; do
@@ -30,7 +34,7 @@ for dir in */; do
   fi
   while IFS= read -r file; do
     used=$(awk '/#\[cfg\(test\)\]/ { exit } { print }' "$file" \
-      | grep -v '^\s*//' | grep -oE 'crate::[a-z_]+' | sed 's/crate:://' | sort -u || true)
+      | grep -v '^\s*//' | grep -oE 'crate::[a-z_0-9]+' | sed 's/crate:://' | sort -u || true)
     for u in $used; do
       [ "$u" = "$module" ] && continue
       case " ${allowed[$module]} " in

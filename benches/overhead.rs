@@ -20,14 +20,16 @@ use std::time::{Duration, Instant};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
-use kbxscope::io::{BufferSize, IoObserver, IoTally, KeyboxFile};
+use kbxscope::events::IoObserver;
+use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
 use kbxscope::telemetry::IoMetrics;
 
 /// A `small` keybox (5 MiB), made once.
 fn keybox() -> PathBuf {
-    let path = std::env::temp_dir().join(format!("kbxscope-bench-small-v{}.kbx", kbxscope::gen::GENERATOR_VERSION));
+    let path =
+        std::env::temp_dir().join(format!("kbxscope-bench-small-v{}.kbx", kbxscope::generate::GENERATOR_VERSION));
     if !path.exists() {
-        let g = kbxscope::gen::generate(&kbxscope::gen::Preset::Small.config(), &mut |_, _, _| {}).unwrap();
+        let g = kbxscope::generate::generate(&kbxscope::generate::Preset::Small.config(), &mut |_, _, _| {}).unwrap();
         std::fs::write(&path, &g.keybox).unwrap();
     }
     path

@@ -3,30 +3,36 @@
 //!
 //! # A tour
 //!
-//! The crate has three layers; each uses only the ones below it.
+//! Folders name what they hold; each module uses only the ones listed
+//! after it (`.ci/layers.sh` checks the arrows).
 //!
-//! * [`kbx`] — the keybox format as pure functions over byte slices:
-//!   [`kbx::parse_blob`] decodes a blob with every table bounds-checked,
-//!   [`kbx::stats`] and [`kbx::dump`] reproduce `kbxutil`'s output, and
-//!   [`kbx::search`] implements GnuPG's search patterns. No I/O.
+//! * [`kbx`] — the keybox format as pure functions over byte slices (the
+//!   `kbx-format` crate): [`kbx::parse_blob`] decodes a blob with every
+//!   table bounds-checked, [`kbx::stats`] and [`kbx::dump`] reproduce
+//!   `kbxutil`'s output, [`kbx::search`] implements GnuPG's search
+//!   patterns, [`kbx::packets`] frames OpenPGP packets. No I/O.
+//! * [`events`] — the vocabulary every producer of file events shares: the
+//!   operation ([`events::FileOp`]), one event ([`events::FileEvent`]),
+//!   the counters ([`events::IoStats`]) and who else sees them
+//!   ([`events::IoObserver`]).
 //! * [`io`] — the only code that opens, reads, seeks or closes a keybox.
 //!   [`io::BufferedReader`] is the one buffer (sized by
 //!   `--kbx-buffer-size`, [`io::BufferSize`]); every system call it issues
-//!   is a *file event*, counted and timed in [`io::IoStats`];
-//!   [`io::KeyboxFile`] opens a path read-only and closes it on drop.
-//! * [`workload`] — what a user does: `stats`, `dump`, `list`, `find`, each
-//!   a pass over a [`io::BufferedReader`] that returns values.
-//!
-//! * [`telemetry`] — the metrics: [`telemetry::IoMetrics`] receives each
-//!   handle's counters as deltas (an [`io::IoObserver`]; `io` never
-//!   imports telemetry) and renders the file-event families itself; the
-//!   rare families go through the `metrics` facade (no-ops until the
-//!   binary installs the Prometheus exporter).
-//! * [`gen`] and [`validate`] — realistic keyboxes, and gpgsm-like X.509
-//!   validation with three lookup strategies (signature checks on worker
-//!   threads, [`validate::pool`]).
+//!   is a *file event*, counted and timed; [`io::KeyboxFile`] opens a path
+//!   read-only and closes it on drop.
+//! * [`telemetry`] — the metrics, fed by [`events`] whatever produced them.
+//! * [`crypto`] — the signature arithmetic X.509 and OpenPGP share.
+//! * [`lookup`] — the `--lookup` strategies, the lazily opened handle and
+//!   the one lookup error.
+//! * [`x509`] and [`openpgp`] — each protocol: listing fields, gpgsm's
+//!   validation and gpg's signature checks, and each protocol's lookups.
+//!   Neither uses the other.
+//! * [`workload`] — what a user does: `stats`, `dump`, `list`, `find`,
+//!   `list --with-validation`, `--with-sigs`, `--check-sigs`; each a pass
+//!   over a [`io::BufferedReader`] that returns values.
+//! * [`generate`] — realistic keyboxes (the built-in one among them).
 //! * [`sweep`] — the seed's table: a workload at each buffer size, with
-//!   pure exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
+//!   exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
 //!
 //! The `kbxscope` binary adds a thin command line on top; it is the only
 //! code that prints.
@@ -54,13 +60,16 @@
 //! assert_eq!(reader.stats().events.read, 2);
 //! ```
 
-pub mod gen;
+pub mod crypto;
+pub mod events;
+pub mod generate;
 pub mod io;
 pub use kbx_format as kbx;
-pub mod sigs;
+pub mod lookup;
+pub mod openpgp;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;
 pub mod units;
-pub mod validate;
 pub mod workload;
+pub mod x509;

@@ -13,8 +13,9 @@ use std::io::Cursor;
 use std::time::{Duration, Instant};
 
 use kbxscope::io::{BufferSize, BufferedReader, MemoryOpener};
-use kbxscope::validate::{Lookup, TrustList};
+use kbxscope::lookup::Strategy;
 use kbxscope::workload::{self, scan::ScanError};
+use kbxscope::x509::TrustList;
 
 use crate::common::{fixture, raw_blob, run_bounded, split_blobs, stderr, stdout, tool};
 
@@ -59,7 +60,7 @@ fn every_pass(bytes: &[u8], case: &str, depth: Depth) -> Vec<ScanError> {
     }
     if depth == Depth::Validation {
         let opener = MemoryOpener::new(bytes, BufferSize::Bytes(512));
-        let out = workload::validate::run(&opener, Lookup::Index, &TrustList::default(), 1_700_000_000, |_| {})
+        let out = workload::validate::run(&opener, Strategy::Index, &TrustList::default(), 1_700_000_000, |_| {})
             .expect("in-memory handles always open");
         errors.extend(out.problems);
         errors.extend(out.fatal);
@@ -109,12 +110,12 @@ fn lookups_report_a_truncated_skipped_blob() {
         .error
         .expect("the listing pass reports the cut blob");
         assert_eq!((want.index, want.offset), (blobs, intact.len() as u64), "{want}");
-        for lookup in [Lookup::Gnupg, Lookup::Scan, Lookup::Index] {
+        for lookup in [Strategy::Gnupg, Strategy::Scan, Strategy::Index] {
             let (n, out) = listed(&bytes, lookup);
             let (whole, _) = listed(&intact, lookup);
             let e = out.fatal.unwrap_or_else(|| panic!("{lookup:?}, type {ty}: no error"));
             assert_eq!(e.to_string(), want.to_string(), "{lookup:?}, type {ty}");
-            if lookup != Lookup::Index {
+            if lookup != Strategy::Index {
                 assert!(n < whole, "{lookup:?}, type {ty}: a lookup met the blob first ({n} of {whole} listed)");
             }
         }

@@ -146,7 +146,7 @@ fn killed_gen_leaves_all_or_nothing() {
 
 fn the_default_keybox_comes_from_the_cache() {
     let cache = tempfile::tempdir().unwrap();
-    let name = kbxscope::gen::cache::default_keybox_name();
+    let name = kbxscope::generate::cache::default_keybox_name();
     let (_d, tiny) = gen(&["--preset", "tiny"]);
     std::fs::copy(&tiny, cache.path().join(&name)).unwrap();
     let o = crate::common::bin()

@@ -412,12 +412,12 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
     // Every third binding or certification made by another key, broken.
     let mut n = 0;
     let broken = edit_openpgp_blobs(&uncached, |b, packets| {
-        let own = kbxscope::sigs::raw::KeyPacket::parse(&b[packets[0].1..packets[0].1 + packets[0].2]).unwrap().key_id;
+        let own = kbxscope::openpgp::KeyPacket::parse(&b[packets[0].1..packets[0].1 + packets[0].2]).unwrap().key_id;
         for &(t, off, len) in packets {
             if t != tag::SIGNATURE {
                 continue;
             }
-            let sig = kbxscope::sigs::raw::SigPacket::parse(&b[off..off + len]).unwrap();
+            let sig = kbxscope::openpgp::SigPacket::parse(&b[off..off + len]).unwrap();
             if sig.class == 0x18 || (matches!(sig.class, 0x10..=0x13) && sig.issuer != Some(own)) {
                 n += 1;
                 if n % 3 == 0 {

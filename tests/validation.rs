@@ -267,14 +267,14 @@ fn gnupg_lookup_matches_live_gpgsm() {
 /// certificate policies, and an unknown critical extension: every
 /// strategy's verdicts equal live gpgsm's, certificate by certificate.
 fn odd_roots_and_bad_signatures_match_live_gpgsm() {
-    use kbxscope::gen::x509::{issue, issue_with, AkiStyle, CertSpec, IssuedCert};
+    use kbxscope::generate::x509::{issue, issue_with, AkiStyle, CertSpec, IssuedCert};
     use rand::SeedableRng;
     let Some(gpgsm) = tool("gpgsm", "odd_roots_and_bad_signatures_match_live_gpgsm") else { return };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let year = 31_557_600;
     let spec = |cn: &str, ca: Option<Option<u8>>, not_before: i64| CertSpec {
         subject: vec![(rcgen::DnType::OrganizationName, "Odd".into()), (rcgen::DnType::CommonName, cn.into())],
-        key: kbxscope::gen::signer::KeyKind::P256,
+        key: kbxscope::generate::signer::KeyKind::P256,
         ca,
         not_before,
         not_after: now + year,
@@ -333,7 +333,7 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
         kbxscope::kbx::encode::HeaderSpec { openpgp: false, created_at: now as u32, last_maintenance: now as u32 };
     let mut kbx_bytes = kbxscope::kbx::encode::encode_header(&header);
     for c in all {
-        kbx_bytes.extend(kbxscope::gen::cert_blob(c, now as u32));
+        kbx_bytes.extend(kbxscope::generate::cert_blob(c, now as u32));
     }
     let dir = tempfile::tempdir().unwrap();
     let kbx = dir.path().join("odd.kbx");

@@ -93,7 +93,7 @@ enum How {
 }
 
 fn hash_of(name: &str, data: &[u8]) -> Vec<u8> {
-    use kbxscope::validate::sigverify::Hash;
+    use kbxscope::crypto::Hash;
     let h = match name {
         "md5" => Hash::Md5,
         "sha1" => Hash::Sha1,
@@ -223,7 +223,7 @@ fn ec_ops(oid: &str, d: &[u8], digest: &[u8]) -> (Vec<u8>, Vec<u8>) {
         "1.3.132.0.10" => ec_with!(ecdsa_016, k256::Secp256k1, d, digest),
         "1.3.36.3.3.2.8.1.1.7" => ec_with!(ecdsa_017, bp256::BrainpoolP256r1, d, digest),
         "1.3.36.3.3.2.8.1.1.11" => ec_with!(ecdsa_017, bp384::BrainpoolP384r1, d, digest),
-        "1.3.36.3.3.2.8.1.1.13" => ec_with!(ecdsa_017, kbxscope::validate::bp512::BrainpoolP512r1, d, digest),
+        "1.3.36.3.3.2.8.1.1.13" => ec_with!(ecdsa_017, kbxscope::crypto::bp512::BrainpoolP512r1, d, digest),
         _ => unreachable!("no RustCrypto curve {oid}"),
     }
 }
@@ -237,7 +237,7 @@ fn ec(oid: &'static str, size: usize, seed: u8) -> Key {
 
 /// (name, the CA's key, how the CA signs its leaf).
 fn cases() -> Vec<(&'static str, Key, How)> {
-    let rsa = |i| Key::Rsa(Box::new(kbxscope::gen::signer::rsa_key(i)));
+    let rsa = |i| Key::Rsa(Box::new(kbxscope::generate::signer::rsa_key(i)));
     vec![
         ("rsa-md5", rsa(1), How::Pkcs1("md5")),
         ("rsa-sha1", rsa(1), How::Pkcs1("sha1")),
@@ -311,7 +311,7 @@ fn import(gpgsm: &Path, home: &Path, ders: &[Vec<u8>]) {
 fn every_signature_algorithm_gets_gpgsms_verdict() {
     let name = "every_signature_algorithm_gets_gpgsms_verdict";
     let Some(gpgsm) = tool("gpgsm", name) else { return };
-    let root_key = Key::Rsa(Box::new(kbxscope::gen::signer::rsa_key(0)));
+    let root_key = Key::Rsa(Box::new(kbxscope::generate::signer::rsa_key(0)));
     let root_how = How::Pkcs1("sha256");
     let root = cert(1, "Algorithm Root", &root_key.spki(), true, "Algorithm Root", &root_key, root_how);
     let leaf_key = ec("1.2.840.10045.3.1.7", 32, 11).spki();
@@ -351,7 +351,7 @@ fn every_signature_algorithm_gets_gpgsms_verdict() {
 }
 
 fn generated_signatures_verify_only_with_the_right_key_and_data() {
-    use kbxscope::validate::sigverify::verify_der;
+    use kbxscope::x509::verify_der;
     for (case, key, how) in cases() {
         let tbs = b"to be signed";
         let (alg, sig) = sign(&key, how, tbs);

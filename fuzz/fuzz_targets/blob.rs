@@ -17,10 +17,10 @@ fuzz_target!(|data: &[u8]| {
             let _ = kbxscope::kbx::checksum::verify(data, usize::try_from(unhashed).unwrap_or(usize::MAX));
             match key.blob_type {
                 BlobType::X509 => {
-                    let _ = kbxscope::workload::x509::describe(key);
+                    let _ = kbxscope::x509::describe(key);
                 }
                 BlobType::OpenPgp => {
-                    let _ = kbxscope::workload::openpgp::describe(data);
+                    let _ = kbxscope::openpgp::describe(data);
                 }
                 _ => {}
             }

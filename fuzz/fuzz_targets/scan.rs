@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 use kbxscope::io::{BufferSize, BufferedReader, MemoryOpener};
-use kbxscope::validate::{Lookup, TrustList};
+use kbxscope::x509::{Lookup, TrustList};
 
 fuzz_target!(|data: &[u8]| {
     // A small buffer makes refills and in-buffer seeks happen often.

@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 
 use super::output::write_file;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
-use kbxscope::sigs::Mode;
+use kbxscope::openpgp::Mode;
 use kbxscope::sweep::{GnupgRow, SweepSize};
 
 /// A temporary GnuPG home for gpg runs.

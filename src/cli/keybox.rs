@@ -9,10 +9,10 @@ use anyhow::{anyhow, Result};
 use super::output::{ensure_dir, write_file, WriteError};
 use super::progress::Bar;
 use super::textfile::{is_file, read_text};
-use kbxscope::gen::cache::default_keybox_path;
-use kbxscope::gen::{generate, GenConfig, Generated, Preset};
+use kbxscope::generate::cache::default_keybox_path;
+use kbxscope::generate::{generate, GenConfig, Generated, Preset};
 use kbxscope::io::{IoTally, KeyboxFile, OpenError};
-use kbxscope::validate::TrustList;
+use kbxscope::x509::TrustList;
 
 /// Open the keybox the user named, or the built-in default keybox —
 /// generating it first if it is not in the cache yet. The probe for the

@@ -22,10 +22,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use args::{Cli, Command, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, PresetArg, StatsArgs, SummaryFormat};
-use kbxscope::gen::{GenConfig, Preset};
+use kbxscope::generate::{GenConfig, Preset};
 use kbxscope::io::{IoTally, PathOpener};
 use kbxscope::kbx::search::Pattern;
-use kbxscope::validate::Lookup;
+use kbxscope::lookup::Strategy;
 use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
 
 /// A failure already reported on stderr (its message, for the trace):
@@ -261,9 +261,9 @@ fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let lookup = match a.lookup.unwrap_or(LookupArg::Gnupg) {
-        LookupArg::Gnupg => Lookup::Gnupg,
-        LookupArg::Scan => Lookup::Scan,
-        LookupArg::Index => Lookup::Index,
+        LookupArg::Gnupg => Strategy::Gnupg,
+        LookupArg::Scan => Strategy::Scan,
+        LookupArg::Index => Strategy::Index,
     };
     let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);

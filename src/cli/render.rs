@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use kbxscope::io::{BufferSize, FileOp, IoStats, KeyboxChange};
+use kbxscope::events::{FileOp, IoStats};
+use kbxscope::io::{BufferSize, KeyboxChange};
 use kbxscope::workload::{KeyDetails, Listed};
 
 /// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it.

@@ -10,8 +10,8 @@ use anyhow::Result;
 use super::args::{ListArgs, LookupArg};
 use super::{keybox, Reported};
 use kbxscope::io::{IoTally, PathOpener};
-use kbxscope::sigs::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
-use kbxscope::validate::Lookup;
+use kbxscope::lookup::Strategy;
+use kbxscope::openpgp::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::workload::sigs::{self, KeySigs, Startup};
 
 /// Run the listing.
@@ -19,9 +19,9 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     let path = keybox::resolve(a.file.file.as_deref(), tally)?;
     let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
     let lookup = match a.lookup.unwrap_or(LookupArg::Gnupg) {
-        LookupArg::Gnupg => Lookup::Gnupg,
-        LookupArg::Scan => Lookup::Scan,
-        LookupArg::Index => Lookup::Index,
+        LookupArg::Gnupg => Strategy::Gnupg,
+        LookupArg::Scan => Strategy::Scan,
+        LookupArg::Index => Strategy::Index,
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let opener = PathOpener { path: path.clone(), tally: tally.clone() };

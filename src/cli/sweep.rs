@@ -15,8 +15,8 @@ use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
 use kbxscope::io::IoTally;
+use kbxscope::lookup::Strategy;
 use kbxscope::sweep::{self, export, plot, GnupgRow, SizeResult, Sweep, SweepError, SweepSize, Workload};
-use kbxscope::validate::Lookup;
 
 /// An export destination, opened before the runs (a bad path fails fast).
 enum Sink {
@@ -91,17 +91,17 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let path = keybox::resolve(a.file.as_deref(), &probe)?;
     let builtin = a.file.is_none();
     let lookup = match a.lookup {
-        LookupArg::Gnupg => Lookup::Gnupg,
-        LookupArg::Scan => Lookup::Scan,
-        LookupArg::Index => Lookup::Index,
+        LookupArg::Gnupg => Strategy::Gnupg,
+        LookupArg::Scan => Strategy::Scan,
+        LookupArg::Index => Strategy::Index,
     };
     let workload = match &a.workload {
         WorkloadArg::Validate => Workload::Validate(lookup),
         WorkloadArg::List => Workload::List,
         WorkloadArg::Stats => Workload::Stats,
         WorkloadArg::Find(p) => Workload::Find(p.clone()),
-        WorkloadArg::WithSigs => Workload::Sigs(kbxscope::sigs::Mode::WithSigs, lookup),
-        WorkloadArg::CheckSigs => Workload::Sigs(kbxscope::sigs::Mode::CheckSigs, lookup),
+        WorkloadArg::WithSigs => Workload::Sigs(kbxscope::openpgp::Mode::WithSigs, lookup),
+        WorkloadArg::CheckSigs => Workload::Sigs(kbxscope::openpgp::Mode::CheckSigs, lookup),
     };
     let trust = if matches!(workload, Workload::Validate(_)) {
         keybox::trustlist_for(&path, a.trustlist.as_deref())?
@@ -329,9 +329,9 @@ fn table(sweep: &Sweep, wide: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kbxscope::io::PerOp;
+    use kbxscope::events::PerOp;
+    use kbxscope::lookup::Strategy;
     use kbxscope::sweep::{SeedRow, Times};
-    use kbxscope::validate::Lookup;
 
     fn sweep(seed: bool, gpgsm: bool, slow: bool) -> Sweep {
         let k = if slow { 1.0 } else { 0.001 };
@@ -351,7 +351,7 @@ mod tests {
         };
         Sweep {
             keybox: "/root/.cache/kbxscope/seed-v2-seed1.kbx".into(),
-            workload: Workload::Validate(Lookup::Gnupg),
+            workload: Workload::Validate(Strategy::Gnupg),
             lookup: Some("gnupg"),
             warmup: 1,
             runs: 3,

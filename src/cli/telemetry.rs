@@ -183,7 +183,7 @@ impl Telemetry {
             .build_recorder();
         let sources = Sources { exporter: recorder.handle(), io: Arc::new(IoMetrics::default()) };
         metrics::set_global_recorder(recorder)?;
-        if kbxscope::io::set_observer(sources.io.clone()).is_err() {
+        if kbxscope::events::set_observer(sources.io.clone()).is_err() {
             anyhow::bail!("metrics were already installed");
         }
         telemetry::describe();

@@ -24,8 +24,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use super::buffer_size::BufferSize;
 use super::event::{timed, tracing_events};
-use super::observe::Reporter;
-use super::stats::{FileOp, IoStats};
+use crate::events::Reporter;
+use crate::events::{FileOp, IoStats};
 use crate::kbx::BlobType;
 
 /// The file under the buffer and everything counted on it: each system

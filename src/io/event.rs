@@ -5,7 +5,7 @@
 //! `event` level is on, wrapped in a span. Every system call on a keybox
 //! goes through [`timed`].
 
-use super::stats::{FileOp, IoStats};
+use crate::events::{FileOp, IoStats};
 
 /// Whether event spans are wanted now: asked once per handle, so a handle
 /// made while no trace records events does no span work per system call.

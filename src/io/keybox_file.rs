@@ -25,8 +25,8 @@ use serde::Serialize;
 use super::buffer_size::BufferSize;
 use super::buffered::BufferedReader;
 use super::event::{timed, tracing_events};
-use super::observe::{observer, IoObserver, Reporter};
-use super::stats::{FileOp, IoStats};
+use crate::events::{observer, IoObserver, Reporter};
+use crate::events::{FileOp, IoStats};
 
 /// The running total of the file events of every handle opened with it.
 ///
@@ -146,7 +146,7 @@ impl Watch {
 impl IoTally {
     /// A zeroed tally for handles with buffers of `buffer_size`. Its handles
     /// report to the process-wide observer set now, if any
-    /// ([`crate::io::set_observer`]).
+    /// ([`crate::events::set_observer`]).
     pub fn new(buffer_size: BufferSize) -> Self {
         Self::with_observer(buffer_size, observer())
     }

@@ -2,7 +2,7 @@
 //!
 //! Every system call issued on a keybox — `openat`, `read`, `lseek`,
 //! `close` and one `fstat` per open — is a *file event*: counted and timed
-//! with the monotonic clock, per operation, in an [`IoStats`]. Reads the
+//! with the monotonic clock, per operation, in an [`IoStats`](crate::events::IoStats). Reads the
 //! buffer serves are *logical reads*, counted apart. The counts equal what
 //! `strace` sees on the keybox's descriptor (the integration tests check
 //! this under strace for several buffer sizes).
@@ -12,7 +12,7 @@
 //! * [`KeyboxFile`]: a read-only open of a path, closed on drop, adding its
 //!   counters to an [`IoTally`] (which also keeps closed handles' buffers
 //!   for reuse);
-//! * [`IoObserver`]: who else receives the counters, as deltas (telemetry
+//! * [`IoObserver`](crate::events::IoObserver): who else receives the counters, as deltas (telemetry
 //!   implements it; `io` never imports telemetry);
 //! * [`read_blob`]: GnuPG's blob-at-a-time read pattern on top.
 
@@ -21,14 +21,10 @@ pub mod buffer_size;
 pub mod buffered;
 mod event;
 pub mod keybox_file;
-pub mod observe;
 pub mod source;
-pub mod stats;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
 pub use keybox_file::{IoTally, KeyboxChange, KeyboxFile, OpenError};
-pub use observe::{set_observer, IoObserver};
 pub use source::{MemoryOpener, Opener, PathOpener};
-pub use stats::{FileOp, IoStats, PerBlobType, PerOp};

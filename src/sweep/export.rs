@@ -113,7 +113,7 @@ pub fn markdown(results: &[SizeResult]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::PerOp;
+    use crate::events::PerOp;
     use crate::sweep::{GnupgRow, SeedRow, Times, Workload};
 
     /// Two sizes with every kind of column filled or missing.
@@ -171,7 +171,7 @@ mod tests {
     fn json_is_the_serde_form_of_the_sweep() {
         let sweep = Sweep {
             keybox: "tiny.kbx".into(),
-            workload: Workload::Validate(crate::validate::Lookup::Gnupg),
+            workload: Workload::Validate(crate::lookup::Strategy::Gnupg),
             lookup: Some("gnupg"),
             warmup: 1,
             runs: 3,

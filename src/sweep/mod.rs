@@ -16,16 +16,18 @@ use std::time::Instant;
 
 use serde::{Serialize, Serializer};
 
-use crate::io::{BufferSize, IoStats, IoTally, KeyboxFile, OpenError, PathOpener};
+use crate::events::IoStats;
+use crate::io::{BufferSize, IoTally, KeyboxFile, OpenError, PathOpener};
 use crate::kbx::search::{Pattern, PatternError};
-use crate::validate::{Lookup, TrustList};
+use crate::lookup::Strategy;
 use crate::workload::{self, ScanError};
+use crate::x509::TrustList;
 
 /// What each run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Workload {
     /// `list --with-validation --lookup L`.
-    Validate(Lookup),
+    Validate(Strategy),
     /// `list`.
     List,
     /// `stats`.
@@ -33,15 +35,15 @@ pub enum Workload {
     /// `find PATTERN`.
     Find(String),
     /// `list --with-sigs` or `list --check-sigs`, with `--lookup L`.
-    Sigs(crate::sigs::Mode, Lookup),
+    Sigs(crate::openpgp::Mode, Strategy),
 }
 
 impl Workload {
     /// `validate`, `list`, `stats`, `find:PATTERN`, `with-sigs` or `check-sigs`.
     pub fn name(&self) -> String {
         match self {
-            Self::Sigs(crate::sigs::Mode::WithSigs, _) => "with-sigs".into(),
-            Self::Sigs(crate::sigs::Mode::CheckSigs, _) => "check-sigs".into(),
+            Self::Sigs(crate::openpgp::Mode::WithSigs, _) => "with-sigs".into(),
+            Self::Sigs(crate::openpgp::Mode::CheckSigs, _) => "check-sigs".into(),
             Self::Validate(_) => "validate".into(),
             Self::List => "list".into(),
             Self::Stats => "stats".into(),
@@ -57,13 +59,13 @@ impl Workload {
             Self::List => "list".into(),
             Self::Stats => "stats".into(),
             Self::Find(p) => format!("find '{p}'"),
-            Self::Sigs(crate::sigs::Mode::WithSigs, l) => format!("list --with-sigs --lookup {}", l.name()),
-            Self::Sigs(crate::sigs::Mode::CheckSigs, l) => format!("list --check-sigs --lookup {}", l.name()),
+            Self::Sigs(crate::openpgp::Mode::WithSigs, l) => format!("list --with-sigs --lookup {}", l.name()),
+            Self::Sigs(crate::openpgp::Mode::CheckSigs, l) => format!("list --check-sigs --lookup {}", l.name()),
         }
     }
 
     /// The lookup strategy of the validate and signature workloads.
-    pub fn lookup(&self) -> Option<Lookup> {
+    pub fn lookup(&self) -> Option<Strategy> {
         match self {
             Self::Validate(l) | Self::Sigs(_, l) => Some(*l),
             _ => None,
@@ -154,7 +156,7 @@ pub struct SizeResult {
     /// The buffer in bytes (0 = unbuffered).
     pub buffer_size: u64,
     /// File events of one run (open, read, seek, close, stat, total).
-    pub events: crate::io::PerOp,
+    pub events: crate::events::PerOp,
     /// Bytes `read(2)` returned in one run.
     pub bytes_read: u64,
     /// Logical reads of one run.
@@ -284,7 +286,7 @@ fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally:
 /// The difference of two tallies' snapshots (one run's events).
 fn delta(after: &IoStats, before: &IoStats) -> IoStats {
     let mut d = IoStats::new(after.buffer_size);
-    for op in crate::io::FileOp::ALL {
+    for op in crate::events::FileOp::ALL {
         d.events.add(op, after.events.get(op) - before.events.get(op));
         d.time_ns.add(op, after.time_ns.get(op) - before.time_ns.get(op));
     }
@@ -392,7 +394,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
     Ok(Sweep {
         keybox: path.display().to_string(),
         workload: plan.workload.clone(),
-        lookup: plan.workload.lookup().map(Lookup::name),
+        lookup: plan.workload.lookup().map(Strategy::name),
         warmup,
         runs,
         results: out,

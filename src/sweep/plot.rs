@@ -251,7 +251,7 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::PerOp;
+    use crate::events::PerOp;
     use crate::sweep::{GnupgRow, Times, Workload};
 
     fn row(label: &str, bytes: u64, reads: u64, wall: f64, gnupg: Option<GnupgRow>) -> SizeResult {
@@ -298,7 +298,7 @@ mod tests {
     fn sweep(results: Vec<SizeResult>) -> Sweep {
         Sweep {
             keybox: "/tmp/x/tiny.kbx".into(),
-            workload: Workload::Validate(crate::validate::Lookup::Index),
+            workload: Workload::Validate(crate::lookup::Strategy::Index),
             lookup: Some("index"),
             warmup: 0,
             runs: 2,

@@ -7,7 +7,7 @@
 //! `kbx_blobs_read_total`) are not recorded sample by sample: the I/O
 //! layer counts and buckets each event once, in the handle's
 //! [`IoStats`], and hands the deltas to [`IoMetrics`] (an
-//! [`IoObserver`]) every [`crate::io::observe::REPORT_EVERY`] events and
+//! [`IoObserver`]) every [`crate::events::REPORT_EVERY`] events and
 //! at close. [`IoMetrics`] adds them up per buffer size under one lock —
 //! a few thousand times per scan, never per event — and renders them
 //! itself ([`IoMetrics::render`]), so counters and histograms come from
@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, histogram, Unit};
 
-use crate::io::stats::{Buckets, DURATION_BOUNDS_NS, SIZE_BOUNDS};
-use crate::io::{FileOp, IoObserver, IoStats, PerBlobType};
+use crate::events::{Buckets, DURATION_BOUNDS_NS, SIZE_BOUNDS};
+use crate::events::{FileOp, IoObserver, IoStats, PerBlobType};
 
 /// System calls on keybox files, by `op` and `buffer_size`.
 pub const FILE_EVENTS: &str = "kbx_file_events_total";
@@ -291,7 +291,7 @@ mod tests {
         let mut b = [0u8; 2000];
         assert_eq!(f.read(&mut b).unwrap(), 2000);
         let seen = metrics.snapshot()[&1].events.read;
-        assert_eq!(seen, u64::from(crate::io::observe::REPORT_EVERY), "reported after 1024 reads");
+        assert_eq!(seen, u64::from(crate::events::REPORT_EVERY), "reported after 1024 reads");
         drop(f);
         assert_eq!(metrics.snapshot()[&1].events.read, 2000);
         assert!(KeyboxFile::open(Path::new("/nonexistent/k.kbx"), &tally).is_err());

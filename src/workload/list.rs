@@ -4,11 +4,11 @@ use std::io::{Read, Seek};
 
 use serde::Serialize;
 
-use super::openpgp::{self, OpenPgpKey};
 use super::scan::{ContentError, Item, ScanError, Scanner};
-use super::x509::{self, X509Cert};
 use crate::io::BufferedReader;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+use crate::openpgp::{self, OpenPgpKey};
+use crate::x509::{self, X509Cert};
 
 /// Which blobs to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,7 +61,7 @@ pub struct Listed {
     pub key: KeyDetails,
     /// gpgsm's verdict (`list --with-validation` only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub validation: Option<crate::validate::Validation>,
+    pub validation: Option<crate::x509::Validation>,
 }
 
 /// How a listing pass ended.

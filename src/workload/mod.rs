@@ -1,4 +1,5 @@
-//! What a user does with a keybox: count, dump, list, find.
+//! What a user does with a keybox: count, dump, list, find, validate the
+//! certificates, list or check the signatures.
 //!
 //! Workloads take a [`BufferedReader`](crate::io::BufferedReader) — never a
 //! path — and return values or hand records to a callback; they print
@@ -8,13 +9,10 @@
 pub mod dump;
 pub mod find;
 pub mod list;
-pub mod openpgp;
-pub mod pgp_packets;
 pub mod scan;
 pub mod sigs;
 pub mod stats;
 pub mod validate;
-pub mod x509;
 
 pub use list::{KeyDetails, ListOutcome, Listed, TypeFilter};
 pub use scan::{ContentError, Item, NotAKeybox, ScanError, ScanErrorKind, Scanner};

@@ -63,12 +63,10 @@ pub enum ContentError {
         /// not decode, and why).
         reason: String,
     },
-    /// An issuer lookup made while validating the certificate failed.
+    /// A lookup made for the blob (an issuer while validating the
+    /// certificate, a signer while listing the key's signatures) failed.
     #[error(transparent)]
-    Lookup(#[from] crate::validate::SearchError),
-    /// A signer lookup made while listing the key's signatures failed.
-    #[error(transparent)]
-    SignerLookup(#[from] crate::sigs::LookupError),
+    Lookup(#[from] crate::lookup::LookupError),
 }
 
 /// Why a file is not taken for a keybox.

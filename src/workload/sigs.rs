@@ -1,7 +1,7 @@
 //! `list --with-sigs` / `list --check-sigs`: every OpenPGP key with its
 //! signatures, as `gpg --list-sigs` / `gpg --check-sigs` show them.
 //!
-//! With `--lookup gnupg` the passes are gpg's (see [`crate::sigs::lookup`]):
+//! With `--lookup gnupg` the passes are gpg's (see [`crate::openpgp::lookup`]):
 //! its startup probe and compress check, then a listing handle reading
 //! every blob while signers are looked up on other handles. With `scan`,
 //! the listing pass and one rescan per lookup. With `index`, the listing
@@ -12,16 +12,14 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::openpgp::{self, OpenPgpKey};
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::{OpenError, Opener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
-use crate::sigs::{
-    check_keyblock, GnupgLookup, IndexLookup, Mode, ScanLookup, SigCounts, SigGroup, Signer, SignerLookup,
-};
+use crate::lookup::{LookupError, Strategy};
+use crate::openpgp::lookup as signers;
+use crate::openpgp::{self, check_keyblock, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
 use crate::timefmt::rfc3339;
-use crate::validate::Lookup;
 
 /// One key with its signatures.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,17 +68,17 @@ pub struct Startup {
 pub fn run<O: Opener + Clone>(
     opener: &O,
     mode: Mode,
-    lookup: Lookup,
+    lookup: Strategy,
     startup: Startup,
     mut emit: impl FnMut(KeySigs),
 ) -> Result<SigsOutcome, OpenError> {
     let mut out = SigsOutcome::default();
     let _cmd = tracing::info_span!(target: "kbx::lookup", "sigs", lookup = %lookup.name()).entered();
     match lookup {
-        Lookup::Gnupg => {
-            let mut g = GnupgLookup::new(opener.clone());
+        Strategy::Gnupg => {
+            let mut g = signers::Gnupg::new(opener.clone());
             if let Err(e) = g.startup(startup.now, true) {
-                if let crate::sigs::LookupError::Open(o) = e {
+                if let LookupError::Open(o) = e {
                     return Err(o);
                 }
                 out.fatal = Some(ScanError::content(0, 0, e));
@@ -90,14 +88,14 @@ pub fn run<O: Opener + Clone>(
                 walk(k, signer, mode, startup.now, &mut g, out, &mut emit)
             })?;
         }
-        Lookup::Scan => {
-            let mut s = ScanLookup::new(opener.clone());
+        Strategy::Scan => {
+            let mut s = signers::Scan::new(opener.clone());
             listing_pass(opener, &mut out, |k, signer, out| {
                 walk(k, signer, mode, startup.now, &mut s, out, &mut emit)
             })?;
         }
-        Lookup::Index => {
-            let mut index = IndexLookup::default();
+        Strategy::Index => {
+            let mut index = signers::Index::default();
             let mut pending = Vec::new();
             listing_pass(opener, &mut out, |k, signer, _| {
                 index.insert(&signer);
@@ -204,8 +202,8 @@ fn check_all(
     pending: &[(KeySigs, Arc<Signer>)],
     mode: Mode,
     now: i64,
-    index: &IndexLookup,
-) -> Vec<Result<Vec<SigGroup>, crate::sigs::LookupError>> {
+    index: &signers::Index,
+) -> Vec<Result<Vec<SigGroup>, crate::lookup::LookupError>> {
     let one = |i: usize| {
         let (k, signer) = &pending[i];
         check_key(k, signer, mode, now, &mut { index })
@@ -259,7 +257,7 @@ fn check_key(
     mode: Mode,
     now: i64,
     lookup: &mut impl SignerLookup,
-) -> Result<Vec<SigGroup>, crate::sigs::LookupError> {
+) -> Result<Vec<SigGroup>, crate::lookup::LookupError> {
     let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
     check_keyblock(&signer.keyblock, mode, now, lookup)
 }

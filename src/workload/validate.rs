@@ -13,13 +13,11 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::list::{KeyDetails, ListOutcome, Listed};
 use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
-use super::x509::describe_decoded;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
-use crate::validate::{
-    Cert, CertInfo, CheckPool, GnupgSearch, IndexSearch, IssuerSearch, Lookup, ScanSearch, SearchError, TrustList,
-    Validator,
-};
+use crate::lookup::{LookupError, Strategy};
+use crate::x509::lookup as issuers;
+use crate::x509::{describe_decoded, Cert, CertInfo, CheckPool, IssuerLookup, TrustList, Validator};
 
 /// List and validate every certificate.
 ///
@@ -28,7 +26,7 @@ use crate::validate::{
 /// are in the outcome.
 pub fn run<O: Opener + Clone>(
     opener: &O,
-    lookup: Lookup,
+    lookup: Strategy,
     trust: &TrustList,
     at: i64,
     mut emit: impl FnMut(Listed),
@@ -37,14 +35,14 @@ pub fn run<O: Opener + Clone>(
     let mut out = ListOutcome::default();
     let mut handle = opener.open()?;
     match lookup {
-        Lookup::Gnupg => {
-            validating_pass(&mut handle, &mut out, &mut validator, &mut GnupgSearch::new(opener.clone()), &mut emit)
+        Strategy::Gnupg => {
+            validating_pass(&mut handle, &mut out, &mut validator, &mut issuers::Gnupg::new(opener.clone()), &mut emit)
         }
-        Lookup::Scan => {
-            validating_pass(&mut handle, &mut out, &mut validator, &mut ScanSearch::new(opener.clone()), &mut emit)
+        Strategy::Scan => {
+            validating_pass(&mut handle, &mut out, &mut validator, &mut issuers::Scan::new(opener.clone()), &mut emit)
         }
-        Lookup::Index => {
-            let mut index = IndexSearch::default();
+        Strategy::Index => {
+            let mut index = issuers::Index::default();
             let pool = CheckPool::beside_caller();
             let pending = index_pass(&mut handle, &mut out, &mut validator, &mut index, &pool);
             drop(handle);
@@ -80,7 +78,7 @@ fn index_pass<F: std::io::Read + std::io::Seek>(
     reader: &mut crate::io::BufferedReader<F>,
     out: &mut ListOutcome,
     validator: &mut Validator<'_>,
-    index: &mut IndexSearch,
+    index: &mut issuers::Index,
     pool: &CheckPool,
 ) -> Vec<(Cert, Listed)> {
     let mut pending = Vec::new();
@@ -115,7 +113,7 @@ fn validating_pass<F: std::io::Read + std::io::Seek>(
     reader: &mut crate::io::BufferedReader<F>,
     out: &mut ListOutcome,
     validator: &mut Validator<'_>,
-    search: &mut impl IssuerSearch,
+    search: &mut impl IssuerLookup,
     emit: &mut impl FnMut(Listed),
 ) {
     listing_pass(
@@ -132,7 +130,7 @@ fn validating_pass<F: std::io::Read + std::io::Seek>(
 
 fn validate_one(
     validator: &mut Validator<'_>,
-    search: &mut impl IssuerSearch,
+    search: &mut impl IssuerLookup,
     cert: &Cert,
     mut listed: Listed,
 ) -> Result<Option<Listed>, ScanError> {
@@ -210,9 +208,9 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
 /// A lookup's error, located: a blob the lookup could not read is
 /// reported as the listing would report it (its own index and offset);
 /// any other failure at the certificate being validated.
-fn lookup_error(index: u64, offset: u64, e: SearchError) -> ScanError {
+fn lookup_error(index: u64, offset: u64, e: LookupError) -> ScanError {
     match e {
-        SearchError::Blob { index, source } => {
+        LookupError::Blob { index: Some(index), source, .. } => {
             ScanError { index, offset: source.offset(), kind: ScanErrorKind::Read(source) }
         }
         other => ScanError::content(index, offset, other),

@@ -60,9 +60,9 @@
 //!
 //! # The other strategies
 //!
-//! * [`ScanLookup`]: one rescan from the start per lookup, on one extra
+//! * [`Scan`]: one rescan from the start per lookup, on one extra
 //!   handle, and nothing else (no caches, no startup passes).
-//! * [`IndexLookup`]: answers from memory what the one listing pass put in
+//! * [`Index`]: answers from memory what the one listing pass put in
 //!   it (key ids and fingerprints of every key of every keyblock).
 //!
 //! All three apply the same matching rules, so the statuses do not depend
@@ -72,29 +72,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::keyblock::Keyblock;
-use crate::io::{read_blob, BufferedReader, Next, OpenError, Opener, ReadBlobError, Take};
+use crate::io::{read_blob, BufferedReader, Next, Opener, ReadBlobError, Take};
 use crate::kbx::blob::KEY_TABLE_OFFSET;
 use crate::kbx::search::derived_key_id;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+use crate::lookup::{Handle, LookupError, Sought, Strategy};
 pub use cache::CACHE_SIZE;
 use cache::{PkCache, UidCache};
 
 mod cache;
-
-/// Errors of a lookup.
-#[derive(Debug, thiserror::Error)]
-pub enum LookupError {
-    /// A handle could not be opened.
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// A blob could not be read during a signer lookup.
-    #[error("during a signer lookup, blob at byte offset {offset}: {source}", offset = .source.offset())]
-    Read {
-        /// What failed.
-        #[from]
-        source: ReadBlobError,
-    },
-}
 
 /// A keyblock a lookup found.
 #[derive(Debug)]
@@ -186,13 +172,13 @@ impl Decoded {
 /// of the buffer: of the others only the header and key table are looked
 /// at, the rest is consumed in the buffer.
 fn search<F: std::io::Read + std::io::Seek>(
-    strategy: &'static str,
+    strategy: Strategy,
     r: &mut BufferedReader<F>,
     scratch: &mut Scratch,
     matches: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<Arc<Signer>>, ReadBlobError> {
     let Scratch { image, decoded } = scratch;
-    crate::telemetry::scan_started(strategy, r.stats().buffer_size);
+    crate::telemetry::scan_started(strategy.name(), r.stats().buffer_size);
     // A blob is copied only when its key table has a wanted fingerprint
     // and it is not ephemeral (flags bit 1).
     let wanted = |head: &[u8]| {
@@ -252,62 +238,49 @@ fn by_fpr(fpr: &[u8]) -> impl Fn(&[u8]) -> bool + '_ {
     move |f| f == fpr
 }
 
-/// A GnuPG keybox handle: its file is opened by the first search.
-struct KbHandle<O: Opener> {
-    file: Option<O::Handle>,
+/// A search on a handle (opened by it if it is not open yet): see [`search`].
+fn search_on<O: Opener>(
+    h: &mut Handle<O>,
+    strategy: Strategy,
+    scratch: &mut Scratch,
+    matches: impl Fn(&[u8]) -> bool,
+) -> Found {
+    let r = h.reader()?;
+    search(strategy, r, scratch, matches).map_err(|source| LookupError::Blob {
+        sought: Sought::Signer,
+        index: None,
+        source,
+    })
 }
 
-impl<O: Opener> KbHandle<O> {
-    fn new() -> Self {
-        Self { file: None }
-    }
-
-    /// `keybox_search_reset`: a rewind if the file is open.
-    fn reset(&mut self) -> Result<(), LookupError> {
-        if let Some(f) = self.file.as_mut() {
-            f.rewind_unbuffered().map_err(|source| ReadBlobError::Io { offset: 0, source })?;
-        }
-        Ok(())
-    }
-
-    fn search(&mut self, opener: &O, scratch: &mut Scratch, matches: impl Fn(&[u8]) -> bool) -> Found {
-        if self.file.is_none() {
-            self.file = Some(opener.open()?);
-        }
-        let f = self.file.as_mut().expect("just opened");
-        Ok(search("gnupg", f, scratch, matches)?)
-    }
-
-    /// [`Self::search`] on past matches gpg would not take, as its
-    /// `lookup` loop does: the first usable one, or `None` at the end.
-    fn search_usable(
-        &mut self,
-        opener: &O,
-        scratch: &mut Scratch,
-        matches: impl Fn(&[u8]) -> bool,
-        usable: &Usable<'_>,
-    ) -> Found {
-        loop {
-            match self.search(opener, scratch, &matches)? {
-                Some(s) if !usable(&s) => {}
-                found => return Ok(found),
-            }
+/// [`search_on`] on past matches gpg would not take, as its `lookup`
+/// loop does: the first usable one, or `None` at the end.
+fn search_usable<O: Opener>(
+    h: &mut Handle<O>,
+    scratch: &mut Scratch,
+    matches: impl Fn(&[u8]) -> bool,
+    usable: &Usable<'_>,
+) -> Found {
+    loop {
+        match search_on(h, Strategy::Gnupg, scratch, &matches)? {
+            Some(s) if !usable(&s) => {}
+            found => return Ok(found),
         }
     }
 }
 
 /// gpg's access pattern; see the module docs.
-pub struct GnupgLookup<O: Opener> {
+pub struct Gnupg<O: Opener> {
     opener: O,
     scratch: Scratch,
     /// `ctrl->cached_getkey_kdb`.
-    cached: Option<KbHandle<O>>,
+    cached: Option<Handle<O>>,
     uid_cache: UidCache,
     pk_cache: PkCache,
     kid_not_found: HashSet<[u8; 8]>,
 }
 
-impl<O: Opener> GnupgLookup<O> {
+impl<O: Opener + Clone> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
     pub fn new(opener: O) -> Self {
         Self {
@@ -360,14 +333,14 @@ impl<O: Opener> GnupgLookup<O> {
                 h.reset()?;
                 h
             }
-            None => KbHandle::new(),
+            None => Handle::new(self.opener.clone(), Sought::Signer),
         };
         let _span = tracing::info_span!(target: "kbx::lookup", "kid_search", kid = %crate::kbx::dump::hex_upper(&kid))
             .entered();
         let found = if self.kid_not_found.contains(&kid) {
             None
         } else {
-            let found = h.search_usable(&self.opener, &mut self.scratch, by_kid(kid), usable)?;
+            let found = search_usable(&mut h, &mut self.scratch, by_kid(kid), usable)?;
             if found.is_none() {
                 self.kid_not_found.insert(kid);
             }
@@ -381,7 +354,7 @@ impl<O: Opener> GnupgLookup<O> {
     }
 }
 
-impl<O: Opener> SignerLookup for GnupgLookup<O> {
+impl<O: Opener + Clone> SignerLookup for Gnupg<O> {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         if let Some(s) = self.uid_cache.get(&kid) {
             return Ok(Some(s));
@@ -395,8 +368,8 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
             let _span =
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
                     .entered();
-            let mut h = KbHandle::new();
-            let found = h.search_usable(&self.opener, &mut self.scratch, by_fpr(fpr), usable)?;
+            let mut h = Handle::new(self.opener.clone(), Sought::Signer);
+            let found = search_usable(&mut h, &mut self.scratch, by_fpr(fpr), usable)?;
             if self.cached.is_none() {
                 self.cached = Some(h);
             }
@@ -417,30 +390,25 @@ impl<O: Opener> SignerLookup for GnupgLookup<O> {
 }
 
 /// One rescan per lookup on one extra handle; nothing else.
-pub struct ScanLookup<O: Opener> {
-    opener: O,
-    handle: Option<O::Handle>,
+pub struct Scan<O: Opener> {
+    handle: Handle<O>,
     scratch: Scratch,
 }
 
-impl<O: Opener> ScanLookup<O> {
+impl<O: Opener> Scan<O> {
     /// A strategy opening its handle with `opener`.
     pub fn new(opener: O) -> Self {
-        Self { opener, handle: None, scratch: Scratch::default() }
+        Self { handle: Handle::new(opener, Sought::Signer), scratch: Scratch::default() }
     }
 
     fn rescan(&mut self, matches: impl Fn(&[u8]) -> bool) -> Found {
         let _span = tracing::info_span!(target: "kbx::lookup", "scan").entered();
-        if self.handle.is_none() {
-            self.handle = Some(self.opener.open()?);
-        }
-        let h = self.handle.as_mut().expect("just opened");
-        h.rewind().map_err(|source| ReadBlobError::Io { offset: 0, source })?;
-        Ok(search("scan", h, &mut self.scratch, matches)?)
+        self.handle.rewound()?;
+        search_on(&mut self.handle, Strategy::Scan, &mut self.scratch, matches)
     }
 }
 
-impl<O: Opener> SignerLookup for ScanLookup<O> {
+impl<O: Opener> SignerLookup for Scan<O> {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         self.rescan(by_kid(kid))
     }
@@ -457,12 +425,12 @@ impl<O: Opener> SignerLookup for ScanLookup<O> {
 
 /// Answers from memory; filled by the listing pass.
 #[derive(Default)]
-pub struct IndexLookup {
+pub struct Index {
     by_kid: HashMap<[u8; 8], Arc<Signer>>,
     by_fpr: HashMap<Vec<u8>, Arc<Signer>>,
 }
 
-impl IndexLookup {
+impl Index {
     /// Index a keyblock (the first one with a key id or fingerprint wins,
     /// as a search from the start finds it).
     pub fn insert(&mut self, s: &Arc<Signer>) {
@@ -477,7 +445,7 @@ impl IndexLookup {
 
 /// The index answers from memory and never changes after the pass, so
 /// threads can share it.
-impl SignerLookup for &IndexLookup {
+impl SignerLookup for &Index {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         Ok(self.by_kid.get(&kid).cloned())
     }
@@ -490,7 +458,7 @@ impl SignerLookup for &IndexLookup {
     }
 }
 
-impl SignerLookup for IndexLookup {
+impl SignerLookup for Index {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         (&*self).user_id_of(kid)
     }

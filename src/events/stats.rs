@@ -342,6 +342,15 @@ impl IoStats {
         }
     }
 
+    /// Count one event from any producer (see [`super::FileEvent`]): the
+    /// same counting as the I/O layer's own calls.
+    pub fn record_event(&mut self, e: &super::FileEvent<'_>) {
+        self.record(e.op, e.duration);
+        if let (FileOp::Read, Some(n), None) = (e.op, e.bytes, e.errno) {
+            self.record_read(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+    }
+
     /// Count the bytes one successful `read(2)` returned.
     #[inline]
     pub fn record_read(&mut self, bytes: usize) {

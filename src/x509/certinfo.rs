@@ -246,7 +246,7 @@ mod tests {
     /// A self-signed certificate with one extra extension (content NULL).
     fn with_extension(oid: &[u64], critical: bool) -> Vec<u8> {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-        let key = crate::gen::signer::CertKey::generate(crate::gen::signer::KeyKind::P256, &mut rng);
+        let key = crate::generate::signer::CertKey::generate(crate::generate::signer::KeyKind::P256, &mut rng);
         let mut params = rcgen::CertificateParams::default();
         params.serial_number = Some(rcgen::SerialNumber::from_slice(&[1]));
         let mut ext = rcgen::CustomExtension::from_oid_content(oid, vec![0x05, 0x00]);
@@ -271,7 +271,7 @@ mod tests {
         let policies = vec![0x30, 0x07, 0x30, 0x05, 0x06, 0x03, 0x2A, 0x03, 0x04];
         let der = |critical| {
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-            let key = crate::gen::signer::CertKey::generate(crate::gen::signer::KeyKind::P256, &mut rng);
+            let key = crate::generate::signer::CertKey::generate(crate::generate::signer::KeyKind::P256, &mut rng);
             let mut params = rcgen::CertificateParams::default();
             params.serial_number = Some(rcgen::SerialNumber::from_slice(&[1]));
             let mut ext = rcgen::CustomExtension::from_oid_content(&[2, 5, 29, 32], policies.clone());

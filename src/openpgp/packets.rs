@@ -6,7 +6,7 @@
 //! signature.
 
 use crate::kbx::dump::hex_upper;
-use crate::sigs::raw::KeyPacket;
+use crate::openpgp::raw::KeyPacket;
 
 /// One key packet (primary or subkey) as gpg lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,13 +4,14 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rcgen::DnType;
 
-use crate::gen::cert_blob;
-use crate::gen::x509::{issue, AkiStyle, CertSpec, IssuedCert, MailIn};
+use crate::generate::cert_blob;
+use crate::generate::x509::{issue, AkiStyle, CertSpec, IssuedCert, MailIn};
 use crate::io::{BufferSize, MemoryOpener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::encode::{encode_header, HeaderSpec};
-use crate::validate::{Lookup, TrustList};
+use crate::lookup::Strategy;
 use crate::workload::validate::run;
+use crate::x509::TrustList;
 
 const NOW: i64 = 1_800_000_000;
 const Y: i64 = 31_557_600;
@@ -22,7 +23,7 @@ fn spec(cn: &str, ca: Option<Option<u8>>, aki: AkiStyle) -> CertSpec {
             (DnType::OrganizationName, "Test".into()),
             (DnType::CommonName, cn.into()),
         ],
-        key: crate::gen::signer::KeyKind::P256,
+        key: crate::generate::signer::KeyKind::P256,
         ca,
         not_before: NOW - Y,
         not_after: NOW + Y,
@@ -75,7 +76,7 @@ fn trust(roots: &[&IssuedCert]) -> TrustList {
 /// Verdicts (fingerprint, reason or "good") from every strategy; they must agree.
 fn verdicts(kbx: &[u8], trust: &TrustList) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    for lookup in [Lookup::Gnupg, Lookup::Scan, Lookup::Index] {
+    for lookup in [Strategy::Gnupg, Strategy::Scan, Strategy::Index] {
         let opener = MemoryOpener::new(kbx, BufferSize::Bytes(4096));
         let mut got = Vec::new();
         let out = run(&opener, lookup, trust, NOW, |l| {

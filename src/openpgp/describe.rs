@@ -6,7 +6,7 @@
 //! filtered out of the packet stream before the key is assembled.
 //!
 //! Keys, key ids, creation times and algorithm names always come from a
-//! plain walk over the packets ([`super::pgp_packets`]), so a key the
+//! plain walk over the packets ([`super::packets`]), so a key the
 //! `pgp` crate cannot decode (secp256k1, brainpool, Ed448, v5, …) is still
 //! listed with everything gpg shows, marked [`OpenPgpKey::undecoded`].
 
@@ -16,7 +16,7 @@ use pgp::types::{KeyDetails, PublicParams};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
-use super::pgp_packets::{walk, RawKeyblock};
+use super::packets::{walk, RawKeyblock};
 use crate::kbx::dump::hex_upper;
 use crate::timefmt::rfc3339;
 

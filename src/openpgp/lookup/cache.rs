@@ -94,7 +94,7 @@ impl PkCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sigs::keyblock::Keyblock;
+    use crate::openpgp::keyblock::Keyblock;
 
     fn signer(n: u32, fpr_of: u32) -> Arc<Signer> {
         let fpr = [&[0u8; 16][..], &fpr_of.to_be_bytes()].concat();

@@ -13,7 +13,7 @@
 //!   brainpoolP256r1/P384r1/P512r1 (any hash on any curve). P-521 is
 //!   refused ("Internal error"). kbxscope verifies each curve with its
 //!   RustCrypto crate; brainpoolP512r1, which has none, with
-//!   [`super::bp512`].
+//!   [`crate::crypto`].
 //! * DSA, Ed25519 and Ed448 are refused ("General error").
 //!
 //! gpgsm reports every refusal as a bad signature, so a refusal here is
@@ -27,74 +27,12 @@
 //! size or exponent it does not take, a bad signature) goes to the crates
 //! above, so the verdicts are theirs.
 
-use md5::Md5;
-use ripemd::Ripemd160;
-use rsa::{BigUint, Pkcs1v15Sign, Pss, RsaPublicKey};
-use sha1::Sha1;
-use sha2::{Digest, Sha224, Sha256, Sha384, Sha512};
+use rsa::{BigUint, RsaPublicKey};
 use x509_parser::prelude::{AlgorithmIdentifier, FromDer, SubjectPublicKeyInfo};
 use x509_parser::public_key::PublicKey;
 use x509_parser::signature_algorithm::RsaSsaPssParams;
 
-/// The digests certificate signatures use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hash {
-    /// MD5.
-    Md5,
-    /// SHA-1.
-    Sha1,
-    /// RIPEMD-160.
-    Ripemd160,
-    /// SHA-224.
-    Sha224,
-    /// SHA-256.
-    Sha256,
-    /// SHA-384.
-    Sha384,
-    /// SHA-512.
-    Sha512,
-}
-
-impl Hash {
-    /// The digest of `data`.
-    pub fn digest(self, data: &[u8]) -> Vec<u8> {
-        match self {
-            Hash::Md5 => Md5::digest(data).to_vec(),
-            Hash::Sha1 => Sha1::digest(data).to_vec(),
-            Hash::Ripemd160 => Ripemd160::digest(data).to_vec(),
-            Hash::Sha224 => Sha224::digest(data).to_vec(),
-            Hash::Sha256 => Sha256::digest(data).to_vec(),
-            Hash::Sha384 => Sha384::digest(data).to_vec(),
-            Hash::Sha512 => Sha512::digest(data).to_vec(),
-        }
-    }
-
-    /// The hash with this dotted digest-algorithm OID.
-    fn by_oid(oid: &str) -> Option<Self> {
-        Some(match oid {
-            "1.2.840.113549.2.5" => Hash::Md5,
-            "1.3.14.3.2.26" => Hash::Sha1,
-            "1.3.36.3.2.1" => Hash::Ripemd160,
-            "2.16.840.1.101.3.4.2.4" => Hash::Sha224,
-            "2.16.840.1.101.3.4.2.1" => Hash::Sha256,
-            "2.16.840.1.101.3.4.2.2" => Hash::Sha384,
-            "2.16.840.1.101.3.4.2.3" => Hash::Sha512,
-            _ => return None,
-        })
-    }
-
-    fn pkcs1(self) -> Pkcs1v15Sign {
-        match self {
-            Hash::Md5 => Pkcs1v15Sign::new::<Md5>(),
-            Hash::Sha1 => Pkcs1v15Sign::new::<Sha1>(),
-            Hash::Ripemd160 => Pkcs1v15Sign::new::<Ripemd160>(),
-            Hash::Sha224 => Pkcs1v15Sign::new::<Sha224>(),
-            Hash::Sha256 => Pkcs1v15Sign::new::<Sha256>(),
-            Hash::Sha384 => Pkcs1v15Sign::new::<Sha384>(),
-            Hash::Sha512 => Pkcs1v15Sign::new::<Sha512>(),
-        }
-    }
-}
+use crate::crypto::{aws_rsa_pkcs1, fit_left, verify_ecdsa, verify_pss, Hash};
 
 /// What a signature algorithm OID asks for, as gpgsm 2.2.40 accepts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,23 +124,6 @@ pub fn verify(
     }
 }
 
-/// aws-lc-rs's RSA PKCS#1 v1.5 verification with `hash` (keys from 1024
-/// bits, as gpgsm and gpg take them; aws-lc-rs has SHA-384 from 2048 only)
-/// and its digest algorithm; `None` for hashes aws-lc-rs does not pair
-/// with PKCS#1. The fast paths of X.509 and OpenPGP checks both use it.
-pub fn aws_rsa_pkcs1(
-    hash: Hash,
-) -> Option<(&'static aws_lc_rs::signature::RsaParameters, &'static aws_lc_rs::digest::Algorithm)> {
-    use aws_lc_rs::{digest as d, signature as aws};
-    Some(match hash {
-        Hash::Sha1 => (&aws::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, &d::SHA1_FOR_LEGACY_USE_ONLY),
-        Hash::Sha256 => (&aws::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY, &d::SHA256),
-        Hash::Sha384 => (&aws::RSA_PKCS1_2048_8192_SHA384, &d::SHA384),
-        Hash::Sha512 => (&aws::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY, &d::SHA512),
-        _ => return None,
-    })
-}
-
 /// Whether aws-lc-rs verifies the signature, for the schemes it shares with
 /// gpgsm; `false` also when it does not take the key or scheme.
 fn verified_fast(
@@ -231,86 +152,6 @@ fn verified_fast(
         _ => return false,
     };
     aws::UnparsedPublicKey::new(algorithm, spki.subject_public_key.as_ref()).verify(signed, signature).is_ok()
-}
-
-fn verify_pss(key: &RsaPublicKey, hash: Hash, digest: &[u8], sig: &[u8]) -> bool {
-    let len = digest.len();
-    let pss = match hash {
-        Hash::Sha256 => Pss::new_with_salt::<Sha256>(len),
-        Hash::Sha384 => Pss::new_with_salt::<Sha384>(len),
-        Hash::Sha512 => Pss::new_with_salt::<Sha512>(len),
-        _ => return false,
-    };
-    key.verify(pss, digest, sig).is_ok()
-}
-
-/// ECDSA verification of `(r, s)` over `digest` with the key `point`
-/// (SEC1), on one RustCrypto curve: `$ecdsa` is that curve's generation
-/// of the `ecdsa` crate, `$curve` the curve type, `$size` its order's
-/// length in bytes. With `low_s` first, a "high" s is replaced by its
-/// negation before the check (the same signature to ECDSA and to
-/// libgcrypt; `k256` alone refuses the high form).
-macro_rules! ecdsa_verify {
-    (low_s $ecdsa:path, $curve:ty, $size:expr, $point:expr, $digest:expr, $r:expr, $s:expr) => {{
-        ecdsa_verify!(@ $ecdsa, $curve, $size, $point, $digest, $r, $s, |sig: ecdsa::Signature<$curve>| sig
-            .normalize_s()
-            .unwrap_or(sig))
-    }};
-    ($ecdsa:path, $curve:ty, $size:expr, $point:expr, $digest:expr, $r:expr, $s:expr) => {{
-        ecdsa_verify!(@ $ecdsa, $curve, $size, $point, $digest, $r, $s, |sig| sig)
-    }};
-    (@ $ecdsa:path, $curve:ty, $size:expr, $point:expr, $digest:expr, $r:expr, $s:expr, $normal:expr) => {{
-        use ecdsa::signature::hazmat::PrehashVerifier;
-        use $ecdsa as ecdsa;
-        let (Some(r), Some(s)) = (fit_left($r, $size), fit_left($s, $size)) else { return false };
-        let (Ok(key), Ok(sig)) = (
-            ecdsa::VerifyingKey::<$curve>::from_sec1_bytes($point),
-            ecdsa::Signature::<$curve>::from_slice(&[r, s].concat()),
-        ) else {
-            return false;
-        };
-        key.verify_prehash(&prehash($digest, $size), &$normal(sig)).is_ok()
-    }};
-}
-
-/// ECDSA on the curve with dotted OID `curve`, each with its RustCrypto
-/// crate (brainpoolP512r1 with [`super::bp512`]): `(r, s)` over `digest`
-/// with the SEC1 point `point`. gpgsm and gpg share it.
-pub fn verify_ecdsa(curve: &str, point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) -> bool {
-    match curve {
-        "1.2.840.10045.3.1.1" => ecdsa_verify!(ecdsa_016, p192::NistP192, 24, point, digest, r, s),
-        "1.3.132.0.33" => ecdsa_verify!(ecdsa_016, p224::NistP224, 28, point, digest, r, s),
-        "1.2.840.10045.3.1.7" => ecdsa_verify!(ecdsa_016, p256::NistP256, 32, point, digest, r, s),
-        "1.3.132.0.34" => ecdsa_verify!(ecdsa_016, p384::NistP384, 48, point, digest, r, s),
-        "1.3.132.0.10" => ecdsa_verify!(low_s ecdsa_016, k256::Secp256k1, 32, point, digest, r, s),
-        "1.3.36.3.3.2.8.1.1.7" => ecdsa_verify!(ecdsa_017, bp256::BrainpoolP256r1, 32, point, digest, r, s),
-        "1.3.36.3.3.2.8.1.1.11" => ecdsa_verify!(ecdsa_017, bp384::BrainpoolP384r1, 48, point, digest, r, s),
-        "1.3.36.3.3.2.8.1.1.13" => ecdsa_verify!(ecdsa_017, super::bp512::BrainpoolP512r1, 64, point, digest, r, s),
-        _ => false,
-    }
-}
-
-/// A digest as ECDSA on a curve of `size`-byte order takes it: its
-/// leftmost `size` bytes, or left-padded with zeros (the same integer).
-fn prehash(digest: &[u8], size: usize) -> Vec<u8> {
-    if digest.len() >= size {
-        digest[..size].to_vec()
-    } else {
-        let mut v = vec![0u8; size - digest.len()];
-        v.extend_from_slice(digest);
-        v
-    }
-}
-
-/// A big-endian number as exactly `len` bytes (leading zeros added or
-/// dropped), `None` if it does not fit.
-fn fit_left(n: &[u8], len: usize) -> Option<Vec<u8>> {
-    let n = &n[n.iter().position(|&b| b != 0).unwrap_or(n.len())..];
-    (n.len() <= len).then(|| {
-        let mut v = vec![0u8; len - n.len()];
-        v.extend_from_slice(n);
-        v
-    })
 }
 
 /// `(r, s)` of an ECDSA signature `SEQUENCE { INTEGER r, INTEGER s }`.

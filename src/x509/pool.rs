@@ -52,7 +52,7 @@ impl SignatureCheck {
         let Ok((rest, algorithm)) = AlgorithmIdentifier::from_der(after_tbs) else { return false };
         let Ok((_, signature)) = BitString::from_der(rest) else { return false };
         let Ok((_, key)) = SubjectPublicKeyInfo::from_der(spki) else { return false };
-        super::sigverify::verify(&key, &algorithm, signature.as_ref(), tbs)
+        super::sigcheck::verify(&key, &algorithm, signature.as_ref(), tbs)
     }
 }
 
@@ -166,10 +166,10 @@ impl Drop for CheckPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::cert_blob;
-    use crate::gen::x509::{issue, AkiStyle, CertSpec};
+    use crate::generate::cert_blob;
+    use crate::generate::x509::{issue, AkiStyle, CertSpec};
     use crate::kbx::{parse_blob, Blob};
-    use crate::validate::CertInfo;
+    use crate::x509::CertInfo;
     use rand::SeedableRng;
 
     fn cert(der_blob: &[u8]) -> (Cert, CertInfo) {
@@ -188,7 +188,7 @@ mod tests {
         }
     }
 
-    fn spec(cn: &str, key: crate::gen::signer::KeyKind, ca: bool) -> CertSpec {
+    fn spec(cn: &str, key: crate::generate::signer::KeyKind, ca: bool) -> CertSpec {
         CertSpec {
             subject: vec![(rcgen::DnType::CommonName, cn.into())],
             key,
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn checks_every_key_kind_on_worker_threads() {
-        use crate::gen::signer::KeyKind;
+        use crate::generate::signer::KeyKind;
         let mut r = rand_chacha::ChaCha20Rng::seed_from_u64(5);
         let mut certs = Vec::new();
         for key in [KeyKind::P256, KeyKind::P384, KeyKind::Rsa(0), KeyKind::Rsa(4)] {

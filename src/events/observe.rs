@@ -25,7 +25,7 @@ pub const REPORT_EVERY: u32 = 1024;
 
 static OBSERVER: OnceLock<Arc<dyn IoObserver>> = OnceLock::new();
 
-/// Observe every handle of every [`super::IoTally`] made from now on
+/// Observe every handle of every `io::IoTally` made from now on
 /// (once per process; a second observer is refused and returned).
 ///
 /// # Errors
@@ -35,12 +35,12 @@ pub fn set_observer(observer: Arc<dyn IoObserver>) -> Result<(), Arc<dyn IoObser
 }
 
 /// The process-wide observer, if one was set.
-pub(crate) fn observer() -> Option<Arc<dyn IoObserver>> {
+pub fn observer() -> Option<Arc<dyn IoObserver>> {
     OBSERVER.get().cloned()
 }
 
 /// A handle's link to its observer: what it reported so far.
-pub(crate) struct Reporter {
+pub struct Reporter {
     observer: Arc<dyn IoObserver>,
     reported: IoStats,
     unreported: u32,
@@ -54,13 +54,13 @@ impl std::fmt::Debug for Reporter {
 
 impl Reporter {
     /// A reporter for a new handle of `buffer_size` bytes (nothing reported yet).
-    pub(crate) fn new(observer: Arc<dyn IoObserver>, buffer_size: u64) -> Self {
+    pub fn new(observer: Arc<dyn IoObserver>, buffer_size: u64) -> Self {
         Self { observer, reported: IoStats::with_histograms(buffer_size), unreported: 0 }
     }
 
     /// One more event counted in `stats`; report when enough piled up.
     #[inline]
-    pub(crate) fn tick(&mut self, stats: &IoStats) {
+    pub fn tick(&mut self, stats: &IoStats) {
         self.unreported += 1;
         if self.unreported >= REPORT_EVERY {
             self.report(stats);
@@ -68,7 +68,7 @@ impl Reporter {
     }
 
     /// Hand everything counted since the last report to the observer.
-    pub(crate) fn report(&mut self, stats: &IoStats) {
+    pub fn report(&mut self, stats: &IoStats) {
         let delta = stats.since(&self.reported);
         self.observer.observe(&delta);
         self.reported = stats.clone();

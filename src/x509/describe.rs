@@ -43,7 +43,7 @@ pub struct X509Cert {
 /// # Errors
 /// A message when the DER does not decode.
 pub fn describe(blob: &KeyBlob<'_>) -> Result<X509Cert, String> {
-    let (_, cert) = X509Certificate::from_der(blob.data()).map_err(crate::validate::certinfo::decode_error)?;
+    let (_, cert) = X509Certificate::from_der(blob.data()).map_err(crate::x509::certinfo::decode_error)?;
     Ok(describe_decoded(blob, &cert))
 }
 

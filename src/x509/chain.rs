@@ -18,10 +18,11 @@
 use serde::Serialize;
 
 use super::certinfo::{Cert, CertInfo, Memo};
+use super::lookup::IssuerLookup;
 use super::pool::CheckPool;
-use super::search::{IssuerSearch, SearchError};
 use super::trustlist::TrustList;
 use crate::kbx::dump::hex_upper;
+use crate::lookup::LookupError;
 
 /// gpgsm's longest chain.
 pub const MAX_CHAIN: usize = 50;
@@ -120,14 +121,14 @@ impl<'t> Validator<'t> {
     ///
     /// # Errors
     /// I/O errors of the lookups.
-    pub fn validate(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
+    pub fn validate(&mut self, target: &Cert, search: &mut impl IssuerLookup) -> Result<Validation, LookupError> {
         search.begin_cert();
         let result = self.walk(target, search);
         search.end_cert();
         result
     }
 
-    fn walk(&mut self, target: &Cert, search: &mut impl IssuerSearch) -> Result<Validation, SearchError> {
+    fn walk(&mut self, target: &Cert, search: &mut impl IssuerLookup) -> Result<Validation, LookupError> {
         let mut chain = vec![target.clone()];
         let mut notes = Vec::new();
         let mut expired = false;
@@ -275,9 +276,9 @@ impl<'t> Validator<'t> {
     pub fn queue_check(
         &mut self,
         cert: &Cert,
-        search: &mut impl IssuerSearch,
+        search: &mut impl IssuerLookup,
         pool: &CheckPool,
-    ) -> Result<bool, SearchError> {
+    ) -> Result<bool, LookupError> {
         if cert.issuer == cert.subject {
             return Ok(true);
         }
@@ -296,9 +297,9 @@ impl<'t> Validator<'t> {
     pub fn prefetch(
         &mut self,
         certs: &[Cert],
-        search: &mut impl IssuerSearch,
+        search: &mut impl IssuerLookup,
         pool: CheckPool,
-    ) -> Result<(), SearchError> {
+    ) -> Result<(), LookupError> {
         let mut seen = std::collections::HashSet::new();
         for target in certs {
             let mut cert = target.clone();
@@ -317,7 +318,7 @@ impl<'t> Validator<'t> {
 
     /// gpgsm's `find_up`: authorityKeyIdentifier issuer + serial, then key
     /// id, then the issuer name.
-    fn find_up(&mut self, cert: &Cert, search: &mut impl IssuerSearch) -> Result<Option<Cert>, SearchError> {
+    fn find_up(&mut self, cert: &Cert, search: &mut impl IssuerLookup) -> Result<Option<Cert>, LookupError> {
         let info = match self.memo.info(cert) {
             Ok(i) => i.clone(),
             Err(_) => return Ok(None),

@@ -26,6 +26,7 @@ use pgp::types::{
 
 use super::keyblock::{key_id_bytes, Component, Keyblock};
 use super::raw;
+use crate::crypto::fit_left;
 
 /// A key that can verify: a primary key or a subkey.
 #[derive(Clone, Copy)]
@@ -223,7 +224,7 @@ impl<K: Serialize, C> Serialize for Checked<'_, K, C> {
 ///   RustCrypto-based checks;
 /// * ECDSA on secp256k1 and brainpoolP256r1/P384r1/P512r1: `k256`,
 ///   `bp256`, `bp384` and the in-tree brainpoolP512r1
-///   ([`crate::validate::sigverify::verify_ecdsa`]); libgcrypt takes a
+///   ([`crate::crypto::verify_ecdsa`]); libgcrypt takes a
 ///   "high" s, so `k256`'s low-s rule is not applied;
 /// * EdDSA on Ed448 (GnuPG 2.4's v5 keys: algorithm 22 with the Ed448
 ///   curve, the point and `r`, `s` as 57-byte strings) over the digest of
@@ -262,22 +263,16 @@ pub fn verify_digest(
                 _ => return None,
             };
             let curve = ec.curve().oid_str();
-            verdict(crate::validate::sigverify::verify_ecdsa(&curve, &point, digest, r.as_ref(), s.as_ref()))
+            verdict(crate::crypto::verify_ecdsa(&curve, &point, digest, r.as_ref(), s.as_ref()))
         }
         (PublicParams::EdDSALegacy(Ed::Ed25519 { key }), [r, s]) => {
-            let sig = [fit(r.as_ref(), 32)?, fit(s.as_ref(), 32)?].concat();
+            let sig = [fit_left(r.as_ref(), 32)?, fit_left(s.as_ref(), 32)?].concat();
             Some(pgp::crypto::ed25519::verify(key, hash, digest, &sig))
         }
         (PublicParams::EdDSALegacy(Ed::Unsupported { curve, opaque }), [r, s]) if curve.oid_str() == "1.3.101.113" => {
             // Any hash: gpg makes and verifies Ed448 signatures over
             // SHA-256 too, which the pgp crate's own Ed448 check refuses.
-            let point: [u8; 57] = fit(&opaque_point(opaque)?, 57)?.try_into().ok()?;
-            let sig: [u8; 114] = [fit(r.as_ref(), 57)?, fit(s.as_ref(), 57)?].concat().try_into().ok()?;
-            let (Ok(key), Ok(sig)) = (cx448::VerifyingKey::from_bytes(&point), cx448::Signature::from_bytes(&sig))
-            else {
-                return verdict(false);
-            };
-            verdict(key.verify_raw(&sig, digest).is_ok())
+            verdict(crate::crypto::verify_ed448(&opaque_point(opaque)?, r.as_ref(), s.as_ref(), digest)?)
         }
         _ => None,
     }
@@ -290,15 +285,6 @@ fn opaque_point(opaque: &[u8]) -> Option<Vec<u8>> {
     opaque.get(2..2 + bits.div_ceil(8)).map(<[u8]>::to_vec)
 }
 
-/// A big-endian value as exactly `len` bytes (zeros added in front).
-fn fit(v: &[u8], len: usize) -> Option<Vec<u8>> {
-    (v.len() <= len).then(|| {
-        let mut out = vec![0u8; len - v.len()];
-        out.extend_from_slice(v);
-        out
-    })
-}
-
 /// Whether aws-lc-rs verifies an RSA PKCS#1 v1.5 signature over `digest`;
 /// `false` also for other keys, hashes and anything it does not take.
 fn rsa_verified_fast(
@@ -307,7 +293,7 @@ fn rsa_verified_fast(
     digest: &[u8],
     sig: &SignatureBytes,
 ) -> bool {
-    use crate::validate::sigverify::{aws_rsa_pkcs1, Hash};
+    use crate::crypto::{aws_rsa_pkcs1, Hash};
     use aws_lc_rs::{digest as d, signature as aws};
     use pgp::crypto::hash::HashAlgorithm as H;
     use rsa::pkcs1::EncodeRsaPublicKey;
@@ -340,7 +326,7 @@ fn rsa_verified_fast(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::openpgp::{make_key, KeySpec};
+    use crate::generate::openpgp::{make_key, KeySpec};
     use rand::SeedableRng;
     use std::cell::RefCell;
 
@@ -354,7 +340,7 @@ mod tests {
         let bob = make_key(&spec(Some(0), "Bob <b@example.org>"), &mut rng).unwrap();
         alice.certify(0, &bob.primary, 1_650_000_000).unwrap();
         let (block, _) = alice.keyblock().unwrap();
-        let key = crate::gen::openpgp::decode(&block.bytes);
+        let key = crate::generate::openpgp::decode(&block.bytes);
         let (user, sig) = (&key.details.users[0].id, &key.details.users[0].signatures[1]);
         let bob_key = bob.primary.public_key();
         // A first check that only remembers the digest the pgp crate hands the key.

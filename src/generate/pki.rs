@@ -6,7 +6,7 @@
 //! The seed's run of `gpgsm -k --with-validation` read the 42 MiB keybox
 //! about 911 times: its seven rows fit `events ≈ 911 × S/B + 11 500`. What
 //! each listed certificate costs in full-file reads follows from gpgsm's
-//! chain walk (see `crate::validate::search`), with `p(x)` the
+//! chain walk (see `crate::x509::search`), with `p(x)` the
 //! position of certificate `x` in the file as a fraction of its size:
 //!
 //! * the listing itself: one pass (1.0 in total);

@@ -492,14 +492,14 @@ mod tests {
 
     #[test]
     fn some_signers_are_outside_the_keybox() {
-        use crate::sigs::{Mode, SigStatus};
+        use crate::openpgp::{Mode, SigStatus};
         use crate::workload::sigs::{run, Startup};
         let g = tiny();
         let s = &g.summary;
         assert!(s.outside_certifications > 0 && s.outside_certifications < s.certifications, "{s:?}");
         let opener = crate::io::MemoryOpener::new(&g.keybox, BufferSize::Bytes(8192));
         let (mut good, mut no_key, mut other) = (0, 0, 0);
-        let outcome = run(&opener, Mode::CheckSigs, crate::validate::Lookup::Index, Startup { now: i64::MAX }, |k| {
+        let outcome = run(&opener, Mode::CheckSigs, crate::lookup::Strategy::Index, Startup { now: i64::MAX }, |k| {
             for sig in k.signatures.iter().flat_map(|g| &g.sigs) {
                 match sig.status {
                     SigStatus::Good => good += 1,

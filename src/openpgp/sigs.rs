@@ -4,30 +4,18 @@
 //! (`gpg --check-sigs`: every self-signature, subkey binding, revocation
 //! and third-party certification verified with the signer's key).
 //!
-//! * [`keyblock`] decodes a keyblock into components and signatures, and
-//!   picks the primary user id as gpg does (no I/O);
-//! * [`verify`] checks one signature: the `pgp` crate makes the digest
-//!   where it decodes the packets, [`raw`] where it cannot (v5 keys and
-//!   signatures), and every algorithm gpg verifies checks it (no I/O);
-//! * [`lookup`] finds signers: gpg's own access pattern (documented
-//!   there), one rescan per lookup, or an in-memory index.
-//!
-//! [`check_keyblock`] walks one keyblock with a lookup strategy; the
-//! passes over the file are in [`crate::workload::sigs`].
-
-pub mod keyblock;
-pub mod lookup;
-pub mod raw;
-pub mod verify;
+//! [`check_keyblock`] walks one keyblock with a signer lookup; the passes
+//! over the file are in `crate::workload::sigs`.
 
 use serde::Serialize;
 
+use super::keyblock::{issuer_fpr, issuer_key_id, Component, Group, Keyblock, Part};
+use super::lookup::{Signer, SignerLookup};
+use super::raw::{self, SigPacket};
+use super::verify::{self, SignerKey, Verdict};
 use crate::kbx::dump::hex_upper;
+use crate::lookup::LookupError;
 use crate::timefmt::rfc3339;
-use keyblock::{issuer_fpr, issuer_key_id, Component, Group, Keyblock, Part};
-pub use lookup::{GnupgLookup, IndexLookup, LookupError, ScanLookup, Signer, SignerLookup};
-use raw::SigPacket;
-use verify::{SignerKey, Verdict};
 
 /// Which of gpg's two listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,12 +383,12 @@ fn raw_verdict(kb: &Keyblock, group: &Group, part: &Part, signer_kb: &Keyblock, 
 mod tests {
     use super::*;
     use crate::io::{BufferSize, MemoryOpener};
-    use crate::validate::Lookup;
+    use crate::lookup::Strategy;
     use crate::workload::sigs::{run, Startup};
 
     const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
 
-    fn statuses(mode: Mode, lookup: Lookup) -> Vec<(String, char, Option<String>)> {
+    fn statuses(mode: Mode, lookup: Strategy) -> Vec<(String, char, Option<String>)> {
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut out = Vec::new();
         let outcome = run(&opener, mode, lookup, Startup { now: i64::MAX }, |k| {
@@ -416,10 +404,10 @@ mod tests {
     #[test]
     fn the_three_lookups_agree() {
         for mode in [Mode::WithSigs, Mode::CheckSigs] {
-            let gnupg = statuses(mode, Lookup::Gnupg);
+            let gnupg = statuses(mode, Strategy::Gnupg);
             assert_eq!(gnupg.len(), 187, "{mode:?}"); // gpg --check-sigs: 187 good signatures
-            assert_eq!(statuses(mode, Lookup::Scan), gnupg, "{mode:?}");
-            assert_eq!(statuses(mode, Lookup::Index), gnupg, "{mode:?}");
+            assert_eq!(statuses(mode, Strategy::Scan), gnupg, "{mode:?}");
+            assert_eq!(statuses(mode, Strategy::Index), gnupg, "{mode:?}");
             let want = if mode == Mode::CheckSigs { '!' } else { ' ' };
             assert!(gnupg.iter().all(|s| s.1 == want && s.2.is_some()), "{mode:?}");
         }
@@ -430,7 +418,7 @@ mod tests {
         // gpg --list-sigs prints this user id for the fixture's first key.
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut first = None;
-        run(&opener, Mode::WithSigs, Lookup::Index, Startup { now: i64::MAX }, |k| {
+        run(&opener, Mode::WithSigs, Strategy::Index, Startup { now: i64::MAX }, |k| {
             if first.is_none() {
                 first = Some(k.signatures[1].sigs[0].signer_uid.clone());
             }

@@ -25,7 +25,7 @@ use pgp::types::{Mpi, PublicParams, SignatureBytes};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use crate::validate::sigverify::Hash;
+use crate::crypto::Hash;
 
 /// A key packet (primary key or subkey) as its bytes say.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! How issuers are looked up: the three strategies behind `--lookup`.
 //!
-//! * [`GnupgSearch`] reproduces gpgsm 2.4's keybox access read-only: a
+//! * [`Gnupg`] reproduces gpgsm 2.4's keybox access read-only: a
 //!   handle per validated certificate (opened by its first search, closed
 //!   at the end), every lookup a rewind and a scan that reads every blob
 //!   completely, the repeat scans in "ephemeral mode" when nothing is found,
@@ -10,9 +10,9 @@
 //!   the verdict, as gpgsm's `do_validate_chain` does) one new handle and
 //!   one fingerprint search from the start per chain element (where gpgsm
 //!   clears the ephemeral flag; kbxscope only reads).
-//! * [`ScanSearch`] is the simple honest reader: one rescan per lookup, on
+//! * [`Scan`] is the simple honest reader: one rescan per lookup, on
 //!   one extra handle, and nothing else.
-//! * [`IndexSearch`] answers from memory what one forward pass over the
+//! * [`Index`] answers from memory what one forward pass over the
 //!   file put in it (`workload::validate` makes that pass).
 //!
 //! All three apply the same matching rules (those of GnuPG's keybox
@@ -22,34 +22,15 @@
 //! as the match needs.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Seek};
+use std::io::{Read, Seek};
 
 use super::certinfo::{serial_eq, Cert, Memo};
-use crate::io::{read_blob, BufferedReader, Next, OpenError, Opener, ReadBlobError, Take};
+use crate::io::{read_blob, BufferedReader, Next, Opener, Take};
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
-
-/// Errors of a lookup.
-#[derive(Debug, thiserror::Error)]
-pub enum SearchError {
-    /// A handle could not be opened.
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// A rewind failed.
-    #[error("keybox seek error during an issuer lookup: {0}")]
-    Seek(#[from] io::Error),
-    /// A blob met during a lookup could not be read: a system error or
-    /// broken framing, located like the listing's errors.
-    #[error("during an issuer lookup, blob {index} at byte offset {}: {source}", source.offset())]
-    Blob {
-        /// Physical index of the blob (0 = the first blob of the file).
-        index: u64,
-        /// What went wrong.
-        source: ReadBlobError,
-    },
-}
+use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
 /// The lookups chain building needs.
-pub trait IssuerSearch {
+pub trait IssuerLookup {
     /// A certificate's validation starts.
     fn begin_cert(&mut self) {}
     /// It ended (handles are closed).
@@ -58,7 +39,7 @@ pub trait IssuerSearch {
     ///
     /// # Errors
     /// I/O errors.
-    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError>;
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError>;
     /// Among certificates with subject `subject`, the one whose
     /// subjectKeyIdentifier is `keyid` (if several: the newest, unless it
     /// has expired at `at` and an older one has not).
@@ -71,18 +52,18 @@ pub trait IssuerSearch {
         subject: &[u8],
         keyid: &[u8],
         at: i64,
-    ) -> Result<Option<Cert>, SearchError>;
+    ) -> Result<Option<Cert>, LookupError>;
     /// The first certificate with subject `subject`. `after_aki` says that
     /// lookups by authorityKeyIdentifier came first and found nothing.
     ///
     /// # Errors
     /// I/O errors.
-    fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, SearchError>;
+    fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError>;
     /// A chain reached a root, whatever the verdict.
     ///
     /// # Errors
     /// I/O errors.
-    fn chain_done(&mut self, _chain: &[Cert]) -> Result<(), SearchError> {
+    fn chain_done(&mut self, _chain: &[Cert]) -> Result<(), LookupError> {
         Ok(())
     }
 }
@@ -105,11 +86,15 @@ fn scan_x509<F: Read + Seek>(
     image: &mut Vec<u8>,
     ephemeral: bool,
     mut f: impl FnMut(&KeyBlob<'_>, u64) -> Step,
-) -> Result<bool, SearchError> {
+) -> Result<bool, LookupError> {
     let policy = |ty| if ty == BlobType::X509 { Take::Copy } else { Take::Consume };
     let mut index = 0;
     loop {
-        let next = read_blob(r, image, policy).map_err(|source| SearchError::Blob { index, source })?;
+        let next = read_blob(r, image, policy).map_err(|source| LookupError::Blob {
+            sought: Sought::Issuer,
+            index: Some(index),
+            source,
+        })?;
         index += 1;
         let offset = match next {
             Next::Eof => return Ok(false),
@@ -172,55 +157,28 @@ fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
     memo.info(c).is_ok_and(|i| i.ski.as_deref() == Some(keyid))
 }
 
-/// A handle opened on first use (as GnuPG's keybox handles open the file
-/// on their first search) and closed when dropped or [`close`d](Self::close).
-struct LazyHandle<O: Opener> {
-    opener: O,
-    handle: Option<O::Handle>,
-}
-
-impl<O: Opener> LazyHandle<O> {
-    fn new(opener: O) -> Self {
-        Self { opener, handle: None }
-    }
-
-    /// The handle, rewound to the start; opened first if needed.
-    fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, SearchError> {
-        if self.handle.is_none() {
-            self.handle = Some(self.opener.open()?);
-        }
-        let h = self.handle.as_mut().expect("just opened");
-        h.rewind()?;
-        Ok(h)
-    }
-
-    fn close(&mut self) {
-        self.handle = None; // dropping the handle closes the file
-    }
-}
-
 /// gpgsm 2.4's access pattern; see the module docs.
-pub struct GnupgSearch<O: Opener> {
-    handle: LazyHandle<O>,
+pub struct Gnupg<O: Opener> {
+    handle: Handle<O>,
     image: Vec<u8>,
 }
 
-impl<O: Opener> GnupgSearch<O> {
+impl<O: Opener> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
     pub fn new(opener: O) -> Self {
-        Self { handle: LazyHandle::new(opener), image: Vec::new() }
+        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new() }
     }
 
     /// The validation handle, opened on first use, rewound (gpgsm's
     /// `keydb_search_reset` before each search).
-    fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, SearchError> {
+    fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, LookupError> {
         let r = self.handle.rewound()?;
-        crate::telemetry::scan_started("gnupg", r.stats().buffer_size);
+        crate::telemetry::scan_started(Strategy::Gnupg.name(), r.stats().buffer_size);
         Ok(r)
     }
 
     /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
-    fn first(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Cert>, SearchError> {
+    fn first(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Cert>, LookupError> {
         self.first_in(&[false, true], matches)
     }
 
@@ -229,7 +187,7 @@ impl<O: Opener> GnupgSearch<O> {
         &mut self,
         modes: &[bool],
         matches: impl Fn(&KeyBlob<'_>) -> bool,
-    ) -> Result<Option<Cert>, SearchError> {
+    ) -> Result<Option<Cert>, LookupError> {
         for &ephemeral in modes {
             let mut found = None;
             let mut image = std::mem::take(&mut self.image);
@@ -252,7 +210,7 @@ impl<O: Opener> GnupgSearch<O> {
     }
 }
 
-impl<O: Opener> IssuerSearch for GnupgSearch<O> {
+impl<O: Opener> IssuerLookup for Gnupg<O> {
     fn begin_cert(&mut self) {
         self.handle.close();
     }
@@ -261,7 +219,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
         self.handle.close();
     }
 
-    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError> {
         self.first(|b| is_issuer_sn(b, issuer, serial))
     }
 
@@ -271,7 +229,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
         subject: &[u8],
         keyid: &[u8],
         at: i64,
-    ) -> Result<Option<Cert>, SearchError> {
+    ) -> Result<Option<Cert>, LookupError> {
         for ephemeral in [false, true] {
             // gpgsm loops over every certificate with this subject until EOF ...
             let mut candidates = Vec::new();
@@ -298,7 +256,7 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
         Ok(None)
     }
 
-    fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, SearchError> {
+    fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError> {
         if after_aki {
             // gpgsm searches the subject on the handle the failed lookups
             // left at end of file (a no-op: the end is sticky until a
@@ -308,10 +266,10 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
         self.first(|b| is_subject(b, subject))
     }
 
-    fn chain_done(&mut self, chain: &[Cert]) -> Result<(), SearchError> {
+    fn chain_done(&mut self, chain: &[Cert]) -> Result<(), LookupError> {
         for c in chain {
-            let mut h = self.handle.opener.open()?;
-            crate::telemetry::scan_started("gnupg", h.stats().buffer_size);
+            let mut h = self.handle.opener().open()?;
+            crate::telemetry::scan_started(Strategy::Gnupg.name(), h.stats().buffer_size);
             scan_x509(&mut h, &mut self.image, true, |b, _| {
                 if b.key(0).fingerprint == c.fpr {
                     Step::Stop
@@ -325,22 +283,22 @@ impl<O: Opener> IssuerSearch for GnupgSearch<O> {
 }
 
 /// One rescan per lookup on one extra handle; see the module docs.
-pub struct ScanSearch<O: Opener> {
-    handle: LazyHandle<O>,
+pub struct Scan<O: Opener> {
+    handle: Handle<O>,
     image: Vec<u8>,
 }
 
-impl<O: Opener> ScanSearch<O> {
+impl<O: Opener> Scan<O> {
     /// A strategy opening its one handle with `opener` when first needed.
     pub fn new(opener: O) -> Self {
-        Self { handle: LazyHandle::new(opener), image: Vec::new() }
+        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new() }
     }
 
     /// One pass from the start: the first non-ephemeral match, else the
     /// first ephemeral one; `to_end` keeps going and collects every match.
-    fn pass(&mut self, to_end: bool, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Vec<Cert>, SearchError> {
+    fn pass(&mut self, to_end: bool, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Vec<Cert>, LookupError> {
         let r = self.handle.rewound()?;
-        crate::telemetry::scan_started("scan", r.stats().buffer_size);
+        crate::telemetry::scan_started(Strategy::Scan.name(), r.stats().buffer_size);
         let (mut normal, mut ephemeral) = (Vec::new(), Vec::new());
         scan_x509(r, &mut self.image, true, |b, off| {
             if !matches(b) {
@@ -359,8 +317,8 @@ impl<O: Opener> ScanSearch<O> {
     }
 }
 
-impl<O: Opener> IssuerSearch for ScanSearch<O> {
-    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
+impl<O: Opener> IssuerLookup for Scan<O> {
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError> {
         Ok(self.pass(false, |b| is_issuer_sn(b, issuer, serial))?.into_iter().next())
     }
 
@@ -370,25 +328,25 @@ impl<O: Opener> IssuerSearch for ScanSearch<O> {
         subject: &[u8],
         keyid: &[u8],
         at: i64,
-    ) -> Result<Option<Cert>, SearchError> {
+    ) -> Result<Option<Cert>, LookupError> {
         let all = self.pass(true, |b| is_subject(b, subject))?;
         Ok(best_by_keyid(memo, all, keyid, at))
     }
 
-    fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, SearchError> {
+    fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, LookupError> {
         Ok(self.pass(false, |b| is_subject(b, subject))?.into_iter().next())
     }
 }
 
 /// Every certificate in memory, with maps for each kind of lookup.
 #[derive(Debug, Default)]
-pub struct IndexSearch {
+pub struct Index {
     certs: Vec<Cert>,
     by_subject: HashMap<Vec<u8>, Vec<usize>>,
     by_issuer: HashMap<Vec<u8>, Vec<usize>>,
 }
 
-impl IndexSearch {
+impl Index {
     /// Add a certificate (in file order).
     pub fn add(&mut self, cert: Cert) {
         let i = self.certs.len();
@@ -404,8 +362,8 @@ impl IndexSearch {
     }
 }
 
-impl IssuerSearch for IndexSearch {
-    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, SearchError> {
+impl IssuerLookup for Index {
+    fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError> {
         let idx = self.by_issuer.get(issuer).map(Vec::as_slice).unwrap_or(&[]);
         Ok(self.first(idx.iter().copied().filter(|&i| serial_eq(&self.certs[i].serial, serial))))
     }
@@ -416,13 +374,13 @@ impl IssuerSearch for IndexSearch {
         subject: &[u8],
         keyid: &[u8],
         at: i64,
-    ) -> Result<Option<Cert>, SearchError> {
+    ) -> Result<Option<Cert>, LookupError> {
         let idx = self.by_subject.get(subject).map(Vec::as_slice).unwrap_or(&[]);
         let candidates = idx.iter().map(|&i| self.certs[i].clone()).collect();
         Ok(best_by_keyid(memo, candidates, keyid, at))
     }
 
-    fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, SearchError> {
+    fn by_subject(&mut self, subject: &[u8], _after_aki: bool) -> Result<Option<Cert>, LookupError> {
         let idx = self.by_subject.get(subject).map(Vec::as_slice).unwrap_or(&[]);
         Ok(self.first(idx.iter().copied()))
     }

@@ -283,7 +283,7 @@ pub(crate) fn decode(bytes: &[u8]) -> SignedPublicKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::openpgp::describe;
+    use crate::openpgp::describe;
     use rand::SeedableRng;
 
     #[test]

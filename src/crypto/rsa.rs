@@ -1,0 +1,38 @@
+//! RSA checks both protocols share: aws-lc-rs's PKCS#1 v1.5 parameters
+//! (the fast path, tried first; only a signature it verifies counts there)
+//! and RSA-PSS through the `rsa` crate.
+
+use rsa::{Pss, RsaPublicKey};
+use sha2::{Sha256, Sha384, Sha512};
+
+use super::Hash;
+
+/// aws-lc-rs's RSA PKCS#1 v1.5 verification with `hash` (keys from 1024
+/// bits, as gpgsm and gpg take them; aws-lc-rs has SHA-384 from 2048 only)
+/// and its digest algorithm; `None` for hashes aws-lc-rs does not pair
+/// with PKCS#1. The fast paths of X.509 and OpenPGP checks both use it.
+pub fn aws_rsa_pkcs1(
+    hash: Hash,
+) -> Option<(&'static aws_lc_rs::signature::RsaParameters, &'static aws_lc_rs::digest::Algorithm)> {
+    use aws_lc_rs::{digest as d, signature as aws};
+    Some(match hash {
+        Hash::Sha1 => (&aws::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, &d::SHA1_FOR_LEGACY_USE_ONLY),
+        Hash::Sha256 => (&aws::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY, &d::SHA256),
+        Hash::Sha384 => (&aws::RSA_PKCS1_2048_8192_SHA384, &d::SHA384),
+        Hash::Sha512 => (&aws::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY, &d::SHA512),
+        _ => return None,
+    })
+}
+
+/// RSA-PSS over `digest` with MGF1 of the same hash and a salt as long
+/// as the digest (the only form gpgsm takes); `false` for other hashes.
+pub fn verify_pss(key: &RsaPublicKey, hash: Hash, digest: &[u8], sig: &[u8]) -> bool {
+    let len = digest.len();
+    let pss = match hash {
+        Hash::Sha256 => Pss::new_with_salt::<Sha256>(len),
+        Hash::Sha384 => Pss::new_with_salt::<Sha384>(len),
+        Hash::Sha512 => Pss::new_with_salt::<Sha512>(len),
+        _ => return false,
+    };
+    key.verify(pss, digest, sig).is_ok()
+}

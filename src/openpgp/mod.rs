@@ -1,0 +1,31 @@
+//! OpenPGP: keys as gpg lists them, and their signatures as gpg lists and
+//! checks them.
+//!
+//! * [`describe`](describe()): a keyblock's listing fields (`list`), from
+//!   the `pgp` crate where it decodes the key, else from the packets
+//!   (`packets`);
+//! * [`keyblock`]: a keyblock split into components and signatures, the
+//!   primary user id picked as gpg does (no I/O);
+//! * `raw`: key and signature packets read from their bytes, and the
+//!   digest gpg computes where the `pgp` crate cannot (v5);
+//! * `verify`: one signature checked with the signer's key (the
+//!   arithmetic is [`crate::crypto`]'s or the `pgp` crate's);
+//! * [`lookup`]: the signer lookups, one per [`crate::lookup::Strategy`]
+//!   (gpg's own pattern documented there);
+//! * [`check_keyblock`]: one keyblock's signatures listed or checked.
+//!
+//! Uses `crypto`, `lookup`, `io`, `telemetry` and the format crate; never
+//! `x509`.
+
+mod describe;
+pub mod keyblock;
+pub mod lookup;
+mod packets;
+mod raw;
+mod sigs;
+mod verify;
+
+pub use describe::{describe, OpenPgpKey, OpenPgpSubkey};
+pub use lookup::{Signer, SignerLookup};
+pub use raw::{KeyPacket, SigPacket};
+pub use sigs::{check_keyblock, Mode, SigCounts, SigGroup, SigLine, SigStatus};

@@ -1,0 +1,35 @@
+//! X.509: certificates as gpgsm lists and validates them.
+//!
+//! * [`describe`](describe()): a certificate's listing fields (`list`);
+//! * [`trustlist`]: gpg-agent's `trustlist.txt`;
+//! * [`certinfo`]: the parts of a certificate validation looks at, decoded
+//!   and signature-checked once per run;
+//! * [`chain`]: chain building and gpgsm's verdicts;
+//! * `sigcheck`: signature checks with exactly the algorithms gpgsm
+//!   verifies (the arithmetic is [`crate::crypto`]'s);
+//! * [`pool`]: signature checks on worker threads, queued while the
+//!   `index` strategy is still reading;
+//! * [`lookup`]: the issuer lookups, one per [`crate::lookup::Strategy`] —
+//!   what the buffer size acts on.
+//!
+//! Uses `crypto`, `lookup`, `io`, `telemetry` and the format crate; never
+//! `openpgp`.
+
+pub mod certinfo;
+pub mod chain;
+mod describe;
+pub mod lookup;
+pub mod pool;
+mod sigcheck;
+pub mod trustlist;
+
+#[cfg(test)]
+mod tests;
+
+pub use certinfo::{Cert, CertInfo, Memo};
+pub use chain::{Problem, Validation, Validator};
+pub use describe::{describe, describe_decoded, X509Cert};
+pub use lookup::IssuerLookup;
+pub use pool::CheckPool;
+pub use sigcheck::verify_der;
+pub use trustlist::TrustList;
