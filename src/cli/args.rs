@@ -262,13 +262,19 @@ pub enum LookupArg {
     Index,
 }
 
+/// A command-line value that does not parse: the one-line message clap
+/// shows after "invalid value … for …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadValue(pub String);
+
 /// A point in time: RFC 3339, or a date (midnight UTC).
-fn parse_time(s: &str) -> Result<i64, String> {
+fn parse_time(s: &str) -> Result<i64, BadValue> {
     use time::format_description::well_known::Rfc3339;
     let full = if s.len() == 10 { format!("{s}T00:00:00Z") } else { s.to_string() };
-    time::OffsetDateTime::parse(&full, &Rfc3339)
-        .map(|t| t.unix_timestamp())
-        .map_err(|_| format!("expected an RFC 3339 time (2026-12-01T00:00:00Z) or a date (2026-12-01); got '{s}'"))
+    time::OffsetDateTime::parse(&full, &Rfc3339).map(|t| t.unix_timestamp()).map_err(|_| {
+        BadValue(format!("expected an RFC 3339 time (2026-12-01T00:00:00Z) or a date (2026-12-01); got '{s}'"))
+    })
 }
 
 /// Arguments of `find`.
@@ -328,7 +334,7 @@ impl Cli {
             let msg = format!("invalid value '{value}' for '{what}': {why}");
             clap::Error::raw(clap::error::ErrorKind::ValueValidation, msg).format(&mut Cli::command())
         };
-        let (_, patterns) = a.split().map_err(|e| invalid("[FILE]", &a.args[0], e))?;
+        let (_, patterns) = a.split().map_err(|e| invalid("[FILE]", &a.args[0], e.0))?;
         for p in patterns {
             kbxscope::kbx::search::Pattern::parse(p).map_err(|e| invalid("<PATTERN>", p, e.to_string()))?;
         }
@@ -337,22 +343,22 @@ impl Cli {
 }
 
 /// A whole number for a count option, with a message that says so.
-fn count(s: &str) -> Result<u64, String> {
-    s.parse().map_err(|_| format!("expected a whole number (0, 1, 2, …); got '{s}'"))
+fn count(s: &str) -> Result<u64, BadValue> {
+    s.parse().map_err(|_| BadValue(format!("expected a whole number (0, 1, 2, …); got '{s}'")))
 }
 
 /// Like [`count`], for counts held in a `usize`.
-fn count_usize(s: &str) -> Result<usize, String> {
-    count(s).and_then(|n| usize::try_from(n).map_err(|_| format!("{n} is too large")))
+fn count_usize(s: &str) -> Result<usize, BadValue> {
+    count(s).and_then(|n| usize::try_from(n).map_err(|_| BadValue(format!("{n} is too large"))))
 }
 
 impl FindArgs {
     /// The keybox (if given) and the patterns.
-    pub fn split(&self) -> Result<(Option<PathBuf>, &[String]), String> {
+    pub fn split(&self) -> Result<(Option<PathBuf>, &[String]), BadValue> {
         match self.args.as_slice() {
             [one] => Ok((None, std::slice::from_ref(one))),
             [file, patterns @ ..] => Ok((Some(keybox_path(file)?), patterns)),
-            [] => Err("a pattern is required".into()),
+            [] => Err(BadValue("a pattern is required".into())),
         }
     }
 }
@@ -397,9 +403,11 @@ pub enum PresetArg {
 
 /// A file size: bytes, or a number with a unit (k, kb, KiB, M, …: powers of
 /// 1024), at most 4 GiB.
-fn parse_file_size(s: &str) -> Result<u64, String> {
+fn parse_file_size(s: &str) -> Result<u64, BadValue> {
     kbxscope::units::size(s, 1).ok().filter(|v| *v <= 4 << 30).ok_or_else(|| {
-        format!("expected a size in bytes or with a unit (500000, 512k, 512KiB, 42M, 1G), at most 4 GiB; got '{s}'")
+        BadValue(format!(
+            "expected a size in bytes or with a unit (500000, 512k, 512KiB, 42M, 1G), at most 4 GiB; got '{s}'"
+        ))
     })
 }
 
@@ -414,10 +422,10 @@ pub enum KeyType {
     All,
 }
 
-fn keybox_path(s: &str) -> Result<PathBuf, String> {
+fn keybox_path(s: &str) -> Result<PathBuf, BadValue> {
     match s {
-        "" => Err("the keybox path is empty".into()),
-        "-" => Err("'-' is not a keybox: kbxscope reads keyboxes from files, not from standard input".into()),
+        "" => Err(BadValue("the keybox path is empty".into())),
+        "-" => Err(BadValue("'-' is not a keybox: kbxscope reads keyboxes from files, not from standard input".into())),
         _ => Ok(PathBuf::from(s)),
     }
 }

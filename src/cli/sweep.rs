@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::{LookupArg, SweepArgs};
+use super::args::{BadValue, LookupArg, SweepArgs};
 use super::gpg::GpgRunner;
 use super::gpgsm::GpgsmRunner;
 use super::keybox;
@@ -45,7 +45,7 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
 }
 
 /// Parse `--workload`.
-pub fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
+pub fn parse_workload(s: &str) -> Result<WorkloadArg, BadValue> {
     match s {
         "validate" => Ok(WorkloadArg::Validate),
         "list" => Ok(WorkloadArg::List),
@@ -54,7 +54,9 @@ pub fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
         "check-sigs" => Ok(WorkloadArg::CheckSigs),
         _ => match s.strip_prefix("find:") {
             Some(p) if !p.is_empty() => Ok(WorkloadArg::Find(p.to_string())),
-            _ => Err(format!("expected validate, list, stats, find:PATTERN, with-sigs or check-sigs; got '{s}'")),
+            _ => Err(BadValue(format!(
+                "expected validate, list, stats, find:PATTERN, with-sigs or check-sigs; got '{s}'"
+            ))),
         },
     }
 }
@@ -77,8 +79,8 @@ pub enum WorkloadArg {
 }
 
 /// Parse one `--sizes` entry, keeping how it was written.
-pub fn parse_size(s: &str) -> Result<SweepSize, String> {
-    s.parse().map(|size| SweepSize { label: s.to_string(), size }).map_err(|e| format!("{e}"))
+pub fn parse_size(s: &str) -> Result<SweepSize, BadValue> {
+    s.parse().map(|size| SweepSize { label: s.to_string(), size }).map_err(|e| BadValue(format!("{e}")))
 }
 
 /// Run the sweep and print the table (on stderr when an export or the

@@ -10,6 +10,7 @@
 //! with the text format's content type (`version=0.0.4`), any other path
 //! 404, another method on `/metrics` 405.
 
+use super::args::BadValue;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -51,8 +52,8 @@ impl std::fmt::Display for PushUrl {
 }
 
 /// `--metrics-push`: `http://HOST:PORT` with an optional path prefix.
-pub fn parse_push_url(s: &str) -> Result<PushUrl, String> {
-    let bad = || format!("expected a Pushgateway URL such as http://127.0.0.1:9091; got '{s}'");
+pub fn parse_push_url(s: &str) -> Result<PushUrl, BadValue> {
+    let bad = || BadValue(format!("expected a Pushgateway URL such as http://127.0.0.1:9091; got '{s}'"));
     let rest = s.strip_prefix("http://").ok_or_else(bad)?;
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let port = authority.rsplit_once(':').map(|(_, p)| p).ok_or_else(bad)?;
@@ -228,16 +229,18 @@ impl Telemetry {
 }
 
 /// `--linger`: `30s`, `500ms`, `2m`, or a number of seconds; at most a day.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, BadValue> {
     kbxscope::units::duration(s)
         .ok()
         .filter(|d| *d <= Duration::from_secs(86_400))
-        .ok_or_else(|| format!("expected a duration such as 30s, 500ms, 2m or 1h (at most 24h); got '{s}'"))
+        .ok_or_else(|| BadValue(format!("expected a duration such as 30s, 500ms, 2m or 1h (at most 24h); got '{s}'")))
 }
 
 /// `--metrics-listen`: an address with a port; the default is loopback.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    s.parse().map_err(|_| format!("expected an IP address and port such as 127.0.0.1:9464 or [::1]:9464; got '{s}'"))
+pub fn parse_listen(s: &str) -> Result<SocketAddr, BadValue> {
+    s.parse().map_err(|_| {
+        BadValue(format!("expected an IP address and port such as 127.0.0.1:9464 or [::1]:9464; got '{s}'"))
+    })
 }
 
 #[cfg(test)]

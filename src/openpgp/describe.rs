@@ -16,7 +16,7 @@ use pgp::types::{KeyDetails, PublicParams};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
-use super::packets::{walk, RawKeyblock};
+use super::packets::{walk, RawKeyblock, WalkError};
 use crate::kbx::dump::hex_upper;
 use crate::timefmt::rfc3339;
 
@@ -62,12 +62,18 @@ pub struct OpenPgpSubkey {
     pub usage: String,
 }
 
+/// Why a keyblock cannot be listed even from its packets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("keyblock does not decode: {0}")]
+pub struct KeyblockError(#[from] pub WalkError);
+
 /// Decode a keyblock image (with GnuPG's trust packets) into a listing.
 ///
 /// # Errors
-/// A message when the keyblock's packets do not even frame a public key.
-pub fn describe(image: &[u8]) -> Result<OpenPgpKey, String> {
-    let raw = walk(image).map_err(|e| format!("keyblock does not decode: {e}"))?;
+/// [`KeyblockError`] when the keyblock's packets do not even frame a
+/// public key.
+pub fn describe(image: &[u8]) -> Result<OpenPgpKey, KeyblockError> {
+    let raw = walk(image).map_err(KeyblockError)?;
     let Some(mut key) = decode(image) else { return Ok(from_packets(raw)) };
     // gpg's names and the packet-level facts, in keyblock order.
     if key.subkeys.len() + 1 == raw.keys.len() {

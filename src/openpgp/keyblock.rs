@@ -9,6 +9,7 @@
 //! the keyblock. The keyblock's bytes are kept too, with where each
 //! packet's body lies, for what [`super::raw`] reads from them. No I/O.
 
+pub use crate::kbx::keypacket::key_id_of;
 use std::ops::Range;
 
 use pgp::packet::{Packet, PacketParser, PublicKey, PublicSubkey, Signature, UserAttribute, UserId};
@@ -29,11 +30,22 @@ pub enum Component {
     Subkey(Option<Box<PublicSubkey>>),
 }
 
+/// Why the `pgp` crate did not decode a signature packet.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Undecoded {
+    /// A version the crate keeps as bytes only (v5).
+    #[error("signature version {0} is not decoded")]
+    Version(u8),
+    /// The crate's own error.
+    #[error("{0}")]
+    Crate(std::sync::Arc<pgp::errors::Error>),
+}
+
 /// One signature packet, decoded or not.
 #[derive(Debug, Clone)]
 pub struct Part {
     /// The signature as the crate decoded it, or why it could not.
-    pub decoded: Result<Box<Signature>, String>,
+    pub decoded: Result<Box<Signature>, Undecoded>,
     /// gpg's cached verdict from the ring-trust packet after it
     /// (`Some(valid)` when gpg checked it).
     pub cached: Option<bool>,
@@ -125,7 +137,7 @@ impl Keyblock {
                 // The crate keeps a version it does not read (v5) as bytes only.
                 let decoded = match s.config() {
                     Some(_) => Ok(Box::new(s)),
-                    None => Err(format!("signature version {} is not decoded", u8::from(s.version()))),
+                    None => Err(Undecoded::Version(u8::from(s.version()))),
                 };
                 self.push_sig(Part { decoded, cached: None, body });
                 return;
@@ -140,7 +152,7 @@ impl Keyblock {
                     tag.map_or_else(|| words.iter().any(|w| text.contains(w)), |t| t == want)
                 };
                 if is(t::SIGNATURE, &["Signature", "signature"]) {
-                    self.push_sig(Part { decoded: Err(text), cached: None, body });
+                    self.push_sig(Part { decoded: Err(Undecoded::Crate(std::sync::Arc::new(e))), cached: None, body });
                 } else if is(t::PUBLIC_SUBKEY, &["ubkey"]) {
                     self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new(), body });
                 } else if tag == Some(t::PUBLIC_KEY) && self.primary.is_none() && self.primary_body.is_none() {
@@ -194,7 +206,7 @@ impl Keyblock {
             return self.raw_keys().map(|k| k.key_id).collect();
         }
         let subkeys = self.groups.iter().filter_map(|g| match &g.component {
-            Component::Subkey(Some(k)) => Some(key_id_bytes(k.legacy_key_id().as_ref())),
+            Component::Subkey(Some(k)) => Some(key_id_of(k.legacy_key_id().as_ref())),
             _ => None,
         });
         self.key_id().into_iter().chain(subkeys).collect()
@@ -213,7 +225,7 @@ impl Keyblock {
     /// could not decode it).
     pub fn key_id(&self) -> Option<[u8; 8]> {
         match &self.primary {
-            Some(k) => Some(key_id_bytes(k.legacy_key_id().as_ref())),
+            Some(k) => Some(key_id_of(k.legacy_key_id().as_ref())),
             None => self.raw_primary().map(|k| k.key_id),
         }
     }
@@ -288,24 +300,16 @@ impl Keyblock {
     }
 }
 
-/// An 8-byte key id from a slice (zero-padded if shorter).
-pub fn key_id_bytes(b: &[u8]) -> [u8; 8] {
-    let mut id = [0u8; 8];
-    let n = b.len().min(8);
-    id[..n].copy_from_slice(&b[..n]);
-    id
-}
-
 /// The signer's key id as gpg reads it: the issuer subpacket, else the
 /// issuer fingerprint's key id (last 8 bytes of a v4 fingerprint, first 8
 /// of a v5/v6 one).
 pub fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
     if let Some(id) = s.issuer_key_id().first() {
-        return Some(key_id_bytes(id.as_ref()));
+        return Some(key_id_of(id.as_ref()));
     }
     let fpr = s.issuer_fingerprint().into_iter().next()?;
     let b = fpr.as_bytes();
-    Some(if b.len() == 20 { key_id_bytes(&b[12..]) } else { key_id_bytes(b) })
+    Some(if b.len() == 20 { key_id_of(&b[12..]) } else { key_id_of(b) })
 }
 
 /// The signer's fingerprint from the issuer-fingerprint subpacket.

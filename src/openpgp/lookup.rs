@@ -73,8 +73,8 @@ use std::sync::Arc;
 
 use super::keyblock::Keyblock;
 use crate::io::{read_blob, BufferedReader, Next, Opener, ReadBlobError, Take};
-use crate::kbx::blob::KEY_TABLE_OFFSET;
-use crate::kbx::search::derived_key_id;
+use crate::kbx::blob::{head_is_ephemeral, key_table_fingerprints};
+use crate::kbx::search::{derived_key_id, fingerprint_key_id};
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 pub use cache::CACHE_SIZE;
@@ -103,7 +103,7 @@ impl Signer {
         Self {
             primary_uid,
             keyblock,
-            key_ids: blob.keys().map(|k| super::keyblock::key_id_bytes(derived_key_id(&k))).collect(),
+            key_ids: blob.keys().map(|k| crate::kbx::keypacket::key_id_of(derived_key_id(&k))).collect(),
             fingerprints: blob.keys().map(|k| k.fingerprint.to_vec()).collect(),
         }
     }
@@ -181,10 +181,7 @@ fn search<F: std::io::Read + std::io::Seek>(
     crate::telemetry::scan_started(strategy.name(), r.stats().buffer_size);
     // A blob is copied only when its key table has a wanted fingerprint
     // and it is not ephemeral (flags bit 1).
-    let wanted = |head: &[u8]| {
-        let ephemeral = head.get(6..8).is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & 2 != 0);
-        !ephemeral && fingerprints(head).any(&matches)
-    };
+    let wanted = |head: &[u8]| !head_is_ephemeral(head) && key_table_fingerprints(head).any(&matches);
     let policy = |ty| if ty == BlobType::OpenPgp { Take::CopyIf(&wanted) } else { Take::Consume };
     loop {
         match read_blob(r, image, policy)? {
@@ -199,39 +196,8 @@ fn search<F: std::io::Read + std::io::Seek>(
     }
 }
 
-/// The fingerprints of a blob's key table (`head` holds the blob up to the
-/// end of its key table), read as GnuPG's keybox search reads them:
-/// version 1 entries hold 20 bytes, version 2 entries 32 when their flags
-/// say so. Entries too small to hold one are left out (the full parse
-/// rejects such a blob, so it never matches).
-fn fingerprints(head: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let version = head.get(5).copied().unwrap_or(0);
-    let size = if head.len() >= KEY_TABLE_OFFSET { usize::from(u16::from_be_bytes([head[18], head[19]])) } else { 0 };
-    let keys = head.len().saturating_sub(KEY_TABLE_OFFSET).checked_div(size).unwrap_or(0);
-    (0..keys).filter_map(move |i| {
-        let e = &head[KEY_TABLE_OFFSET + i * size..KEY_TABLE_OFFSET + (i + 1) * size];
-        match version {
-            1 if size >= 28 => Some(&e[..20]),
-            v if v >= 2 && size >= 36 => {
-                Some(if u16::from_be_bytes([e[32], e[33]]) & 0x80 != 0 { &e[..32] } else { &e[..20] })
-            }
-            _ => None,
-        }
-    })
-}
-
-/// The key id GnuPG's search compares for a fingerprint: its last 8 bytes
-/// (20-byte fingerprints), its first 8 (32-byte ones).
-fn fpr_key_id(f: &[u8]) -> &[u8] {
-    if f.len() == 32 {
-        &f[..8]
-    } else {
-        &f[f.len().saturating_sub(8)..]
-    }
-}
-
 fn by_kid(kid: [u8; 8]) -> impl Fn(&[u8]) -> bool {
-    move |f| fpr_key_id(f) == kid
+    move |f| fingerprint_key_id(f) == kid
 }
 
 fn by_fpr(fpr: &[u8]) -> impl Fn(&[u8]) -> bool + '_ {

@@ -25,7 +25,8 @@ mod raw;
 mod sigs;
 mod verify;
 
-pub use describe::{describe, OpenPgpKey, OpenPgpSubkey};
+pub use describe::{describe, KeyblockError, OpenPgpKey, OpenPgpSubkey};
 pub use lookup::{Signer, SignerLookup};
+pub use packets::WalkError;
 pub use raw::{KeyPacket, SigPacket};
 pub use sigs::{check_keyblock, Mode, SigCounts, SigGroup, SigLine, SigStatus};

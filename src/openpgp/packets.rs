@@ -5,8 +5,10 @@
 //! algorithms). It reads framing and key headers only; it checks no
 //! signature.
 
+use super::raw::KeyPacket;
 use crate::kbx::dump::hex_upper;
-use crate::openpgp::raw::KeyPacket;
+use crate::kbx::keyblock::{split_packets, FramingError, Packet};
+use crate::kbx::keypacket::KeyPacketError;
 
 /// One key packet (primary or subkey) as gpg lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,47 +40,22 @@ pub struct RawKeyblock {
     pub user_attributes: usize,
 }
 
-/// Split off one packet: (tag, body, rest).
-fn packet(b: &[u8]) -> Result<(u8, &[u8], &[u8]), String> {
-    let (&head, b) = b.split_first().ok_or("empty packet")?;
-    if head & 0x80 == 0 {
-        return Err(format!("byte 0x{head:02X} does not start a packet"));
-    }
-    let (tag, len, b) = if head & 0x40 != 0 {
-        let (&l0, b) = b.split_first().ok_or("truncated packet length")?;
-        match l0 {
-            0..192 => (head & 0x3f, l0 as usize, b),
-            192..224 => {
-                let (&l1, b) = b.split_first().ok_or("truncated packet length")?;
-                (head & 0x3f, ((l0 as usize - 192) << 8) + l1 as usize + 192, b)
-            }
-            255 => {
-                let l = b.get(..4).ok_or("truncated packet length")?;
-                (head & 0x3f, u32::from_be_bytes(l.try_into().expect("4 bytes")) as usize, &b[4..])
-            }
-            _ => return Err("partial body length in a keyblock".into()),
-        }
-    } else {
-        let tag = (head >> 2) & 0x0f;
-        match head & 3 {
-            0 => (tag, *b.first().ok_or("truncated packet length")? as usize, &b[1..]),
-            1 => (
-                tag,
-                u16::from_be_bytes(b.get(..2).ok_or("truncated packet length")?.try_into().expect("2")) as usize,
-                &b[2..],
-            ),
-            2 => (
-                tag,
-                u32::from_be_bytes(b.get(..4).ok_or("truncated packet length")?.try_into().expect("4")) as usize,
-                &b[4..],
-            ),
-            _ => (tag, b.len(), b),
-        }
-    };
-    if len > b.len() {
-        return Err(format!("packet of {len} bytes runs past the keyblock ({} left)", b.len()));
-    }
-    Ok((tag, &b[..len], &b[len..]))
+/// Why a keyblock's packets do not frame a public key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalkError {
+    /// The packet framing is broken.
+    #[error(transparent)]
+    Framing(#[from] FramingError),
+    /// A key packet does not read.
+    #[error(transparent)]
+    Key(#[from] KeyPacketError),
+    /// A subkey comes before the primary key, or a second primary key follows.
+    #[error("the keyblock does not start with one primary key")]
+    PrimaryNotFirst,
+    /// No key packet at all.
+    #[error("keyblock holds no public key")]
+    NoKey,
 }
 
 /// The bit length of the MPI at the start of `b`.
@@ -142,7 +119,7 @@ fn algorithm_name(algo: u8, material: &[u8]) -> String {
 }
 
 /// A key packet's listing (usage filled in later).
-fn key(body: &[u8], subkey: bool) -> Result<RawKey, String> {
+fn key(body: &[u8], subkey: bool) -> Result<RawKey, KeyPacketError> {
     let k = KeyPacket::parse(body)?;
     Ok(RawKey {
         subkey,
@@ -199,19 +176,16 @@ fn key_flags(sig: &[u8]) -> Option<String> {
 /// Walk a keyblock image (GnuPG's trust packets included).
 ///
 /// # Errors
-/// A message when the framing is broken or there is no primary key.
-pub fn walk(image: &[u8]) -> Result<RawKeyblock, String> {
+/// [`WalkError`] when the framing is broken or there is no primary key.
+pub fn walk(image: &[u8]) -> Result<RawKeyblock, WalkError> {
     let mut out = RawKeyblock::default();
-    let mut rest = image;
     // Whether the current key still wants its capabilities.
     let mut wants_usage = false;
-    while !rest.is_empty() {
-        let (tag, body, next) = packet(rest)?;
-        rest = next;
+    for Packet { tag, body } in split_packets(image)? {
         match tag {
             6 | 14 => {
                 if (tag == 6) != out.keys.is_empty() {
-                    return Err("the keyblock does not start with one primary key".into());
+                    return Err(WalkError::PrimaryNotFirst);
                 }
                 out.keys.push(key(body, tag == 14)?);
                 wants_usage = true;
@@ -228,7 +202,7 @@ pub fn walk(image: &[u8]) -> Result<RawKeyblock, String> {
         }
     }
     if out.keys.is_empty() {
-        return Err("keyblock holds no public key".into());
+        return Err(WalkError::NoKey);
     }
     Ok(out)
 }

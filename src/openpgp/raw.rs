@@ -19,13 +19,11 @@
 //!
 //! The digest's first two bytes must equal the two the signature carries.
 
-use md5::Md5;
 use pgp::crypto::public_key::PublicKeyAlgorithm;
 use pgp::types::{Mpi, PublicParams, SignatureBytes};
-use sha1::{Digest, Sha1};
-use sha2::Sha256;
 
 use crate::crypto::Hash;
+use crate::kbx::keypacket::{frame_key, key_id_of, key_packet, mpi, KeyPacketError};
 
 /// A key packet (primary key or subkey) as its bytes say.
 #[derive(Debug, Clone)]
@@ -46,55 +44,36 @@ pub struct KeyPacket {
     /// (which takes curves it has no arithmetic for as opaque bytes);
     /// `None` for an algorithm it does not know.
     pub params: Option<PublicParams>,
+    material_start: usize,
     body: Vec<u8>,
 }
 
 impl KeyPacket {
-    /// Read a key packet body.
+    /// Read a key packet body: its identity from the format crate
+    /// ([`crate::kbx::keypacket`]), its material with the `pgp` crate.
     ///
     /// # Errors
-    /// A message when the body is too short or of an unknown version.
-    pub fn parse(body: &[u8]) -> Result<Self, String> {
-        let short = || "key packet too short".to_string();
-        let version = *body.first().ok_or_else(short)?;
-        let created = u32::from_be_bytes(body.get(1..5).ok_or_else(short)?.try_into().expect("4 bytes"));
-        let (algo, material, fingerprint, key_id) = match version {
-            2 | 3 => {
-                let material = body.get(8..).ok_or_else(short)?;
-                let (n, rest) = mpi(material).ok_or_else(short)?;
-                let e = mpi(rest).ok_or_else(short)?.0;
-                let fpr = Md5::new().chain_update(n).chain_update(e).finalize().to_vec();
-                (body[7], material, fpr, super::keyblock::key_id_bytes(&n[n.len().saturating_sub(8)..]))
-            }
-            4 => {
-                let mut framed = Vec::with_capacity(body.len() + 3);
-                frame_key(&mut framed, version, body);
-                let fpr = Sha1::digest(&framed).to_vec();
-                let id = super::keyblock::key_id_bytes(&fpr[12..]);
-                (*body.get(5).ok_or_else(short)?, &body[6..], fpr, id)
-            }
-            5 | 6 => {
-                let mut framed = Vec::with_capacity(body.len() + 5);
-                frame_key(&mut framed, version, body);
-                let fpr = Sha256::digest(&framed).to_vec();
-                let id = super::keyblock::key_id_bytes(&fpr);
-                (*body.get(5).ok_or_else(short)?, body.get(10..).ok_or_else(short)?, fpr, id)
-            }
-            v => return Err(format!("key packet version {v} is unknown")),
-        };
-        let params = PublicParams::try_from_reader(PublicKeyAlgorithm::from(algo), None, material).ok();
-        Ok(Self { version, created, algo, fingerprint, key_id, params, body: body.to_vec() })
+    /// [`KeyPacketError`] when the body is too short or of an unknown version.
+    pub fn parse(body: &[u8]) -> Result<Self, KeyPacketError> {
+        let info = key_packet(body)?;
+        let material = &body[info.material_start..];
+        let params = PublicParams::try_from_reader(PublicKeyAlgorithm::from(info.algo), None, material).ok();
+        Ok(Self {
+            version: info.version,
+            created: info.created,
+            algo: info.algo,
+            fingerprint: info.fingerprint,
+            key_id: info.key_id,
+            params,
+            material_start: info.material_start,
+            body: body.to_vec(),
+        })
     }
 
     /// The algorithm-specific key material: after the algorithm id (v2/v3:
     /// and the validity days; v5/v6: and the material's 4-byte length).
     pub fn material(&self) -> &[u8] {
-        let start = match self.version {
-            2 | 3 => 8,
-            4 => 6,
-            _ => 10,
-        };
-        &self.body[start..]
+        &self.body[self.material_start..]
     }
 
     /// Append the key as a signature's digest takes it.
@@ -103,17 +82,25 @@ impl KeyPacket {
     }
 }
 
-/// `0x99`, 2-byte length, body (v3/v4); `0x9A` (v5) or `0x9B` (v6),
-/// 4-byte length, body.
-fn frame_key(out: &mut Vec<u8>, version: u8, body: &[u8]) {
-    if version >= 5 {
-        out.push(if version == 5 { 0x9A } else { 0x9B });
-        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    } else {
-        out.push(0x99);
-        out.extend_from_slice(&(body.len() as u16).to_be_bytes());
-    }
-    out.extend_from_slice(body);
+/// Why a signature packet body cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SigPacketError {
+    /// The body ends before a field it announces.
+    #[error("signature packet too short")]
+    TooShort,
+    /// A v3 signature whose hashed part is not 5 bytes.
+    #[error("v3 signature with a hashed length other than 5")]
+    V3HashedLength,
+    /// A version this reader does not take.
+    #[error("signature packet version {0} is not read")]
+    Version(u8),
+    /// A subpacket's length runs past its area.
+    #[error("a signature subpacket runs past its area")]
+    SubpacketRunsPast,
+    /// A signature value's MPI runs past the packet.
+    #[error("a signature value runs past the packet")]
+    ValueRunsPast,
 }
 
 /// A signature packet (v3, v4 or v5) as its bytes say.
@@ -150,9 +137,9 @@ impl SigPacket {
     /// Read a signature packet body.
     ///
     /// # Errors
-    /// A message when the body is truncated or of an unknown version.
-    pub fn parse(body: &[u8]) -> Result<Self, String> {
-        let short = || "signature packet too short".to_string();
+    /// [`SigPacketError`] when the body is truncated or of a version not read.
+    pub fn parse(body: &[u8]) -> Result<Self, SigPacketError> {
+        let short = || SigPacketError::TooShort;
         let version = *body.first().ok_or_else(short)?;
         let mut sig = Self {
             version,
@@ -172,7 +159,7 @@ impl SigPacket {
             2 | 3 => {
                 let b = body.get(..19).ok_or_else(short)?;
                 if b[1] != 5 {
-                    return Err("v3 signature with a hashed length other than 5".into());
+                    return Err(SigPacketError::V3HashedLength);
                 }
                 sig.class = b[2];
                 sig.created = Some(u32::from_be_bytes(b[3..7].try_into().expect("4 bytes")));
@@ -194,21 +181,18 @@ impl SigPacket {
                 sig.read_subpackets(hashed, true)?;
                 sig.read_subpackets(unhashed, false)?;
                 if sig.issuer.is_none() {
-                    sig.issuer = sig
-                        .issuer_fpr
-                        .as_deref()
-                        .map(|f| super::keyblock::key_id_bytes(if f.len() == 20 { &f[12..] } else { f }));
+                    sig.issuer = sig.issuer_fpr.as_deref().map(|f| key_id_of(if f.len() == 20 { &f[12..] } else { f }));
                 }
                 sig.hashed = body[..hashed_end].to_vec();
                 let left = body.get(unhashed_end..unhashed_end + 2).ok_or_else(short)?;
                 sig.left16 = [left[0], left[1]];
                 &body[unhashed_end + 2..]
             }
-            v => return Err(format!("signature packet version {v} is not read")),
+            v => return Err(SigPacketError::Version(v)),
         };
         let mut rest = rest;
         while !rest.is_empty() {
-            let (value, next) = mpi(rest).ok_or("a signature value runs past the packet")?;
+            let (value, next) = mpi(rest).ok_or(SigPacketError::ValueRunsPast)?;
             sig.values.push(value.to_vec());
             rest = next;
         }
@@ -218,8 +202,8 @@ impl SigPacket {
     /// The subpackets gpg reads for a listing: creation time (2),
     /// exportable (4, hashed only), issuer (16), reason for revocation
     /// (29, hashed only), issuer fingerprint (33).
-    fn read_subpackets(&mut self, mut b: &[u8], hashed: bool) -> Result<(), String> {
-        let bad = || "a signature subpacket runs past its area".to_string();
+    fn read_subpackets(&mut self, mut b: &[u8], hashed: bool) -> Result<(), SigPacketError> {
+        let bad = || SigPacketError::SubpacketRunsPast;
         while let Some((&l0, rest)) = b.split_first() {
             let (len, rest) = match l0 {
                 0..192 => (usize::from(l0), rest),
@@ -331,13 +315,6 @@ pub fn digest(
     Ok((digest, algorithm))
 }
 
-/// One MPI at the start of `b`: (its bytes, the rest).
-fn mpi(b: &[u8]) -> Option<(&[u8], &[u8])> {
-    let bits = usize::from(u16::from_be_bytes(b.get(..2)?.try_into().ok()?));
-    let len = bits.div_ceil(8);
-    Some((b.get(2..2 + len)?, &b[2 + len..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,7 +379,7 @@ mod tests {
         let mut framed = vec![0x9A];
         framed.extend((body.len() as u32).to_be_bytes());
         framed.extend(&body);
-        assert_eq!(k.key_id[..], Sha256::digest(&framed)[..8]);
+        assert_eq!(k.key_id[..], <sha2::Sha256 as sha2::Digest>::digest(&framed)[..8]);
         let mut out = Vec::new();
         k.hash_into(&mut out);
         assert_eq!(out, framed);

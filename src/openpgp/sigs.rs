@@ -227,7 +227,7 @@ pub fn check_keyblock(
                 (Ok(s), _) => Meta::of(s),
                 (Err(_), Some(Ok(r))) => Meta::of_raw(r),
                 (Err(why), _) => {
-                    let why = match &raw {
+                    let why: &dyn std::fmt::Display = match &raw {
                         Some(Err(e)) => e,
                         _ => why,
                     };

@@ -97,8 +97,8 @@ fn panel<DB: DrawingBackend>(
     y_desc: &str,
     lines: &[Series],
     sizes: &[f64],
-) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+) -> Result<(), PlotError> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| PlotError::Draw(e.to_string());
     let x = axis(lines.iter().flat_map(|s| s.points.iter().map(|p| p.0)), sizes.to_vec());
     let y = axis(
         lines.iter().flat_map(|s| s.points.iter().map(|p| p.1).chain(s.bars.iter().flat_map(|b| [b.1, b.2]))),
@@ -196,12 +196,24 @@ fn number(v: f64) -> String {
     }
 }
 
+/// Why a plot cannot be drawn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlotError {
+    /// Every size is unbuffered: a log-scale axis has no place for them.
+    #[error("nothing to plot: a log-scale axis has no place for unbuffered (0-byte) sizes")]
+    NothingToPlot,
+    /// The drawing backend failed (its message).
+    #[error("{0}")]
+    Draw(String),
+}
+
 /// The SVG: file events (left) and wall time (right) per buffer size, titled
 /// with the keybox, the workload and its lookup.
 ///
 /// # Errors
 /// Nothing to draw (every size unbuffered), or a drawing error.
-pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
+pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
     let results = &sweep.results;
     let events = series(results, |r| {
         [
@@ -218,7 +230,7 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
         ]
     });
     if events.is_empty() {
-        return Err("nothing to plot: a log-scale axis has no place for unbuffered (0-byte) sizes".into());
+        return Err(PlotError::NothingToPlot);
     }
     let mut sizes: Vec<f64> =
         results.iter().filter(|r| r.buffer_size > 0).map(|r| r.buffer_size as f64 / 1024.0).collect();
@@ -235,7 +247,7 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+        let err = |e: DrawingAreaErrorKind<_>| PlotError::Draw(e.to_string());
         root.fill(&WHITE).map_err(err)?;
         let body = root.titled(&heading, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = body.split_horizontally(SIZE.0 / 2);
@@ -308,7 +320,7 @@ mod tests {
 
     #[test]
     fn unbuffered_only_is_an_error() {
-        assert!(svg(&sweep(vec![row("0B", 0, 10, 1.0, None)])).unwrap_err().contains("unbuffered"));
+        assert!(svg(&sweep(vec![row("0B", 0, 10, 1.0, None)])).unwrap_err().to_string().contains("unbuffered"));
     }
 
     #[test]

@@ -88,12 +88,8 @@ impl ListOutcome {
 /// A [`ScanError`] located at the blob.
 pub fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> Result<Listed, ScanError> {
     let key = match blob.blob_type {
-        BlobType::X509 => x509::describe(blob)
-            .map(KeyDetails::X509)
-            .map_err(|reason| ContentError::Certificate { reason: Some(reason) }),
-        _ => {
-            openpgp::describe(blob.data()).map(KeyDetails::Openpgp).map_err(|reason| ContentError::Keyblock { reason })
-        }
+        BlobType::X509 => x509::describe(blob).map(KeyDetails::X509).map_err(|e| ContentError::Certificate(Some(e))),
+        _ => openpgp::describe(blob.data()).map(KeyDetails::Openpgp).map_err(ContentError::Keyblock),
     }
     .map_err(|e| ScanError::content(index, offset + u64::from(blob.data_offset), e))?;
     Ok(Listed { blob_index: index, offset, ephemeral: blob.is_ephemeral(), key, validation: None })

@@ -49,20 +49,12 @@ pub enum ScanErrorKind {
 /// Why a blob's keyblock or certificate could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ContentError {
-    /// The certificate does not decode.
-    #[error("{}", reason.as_deref().unwrap_or("certificate does not decode"))]
-    Certificate {
-        /// The decoder's one-line message (it says that the certificate
-        /// does not decode, and why), when it gave one.
-        reason: Option<String>,
-    },
+    /// The certificate does not decode (why, when the decoder said).
+    #[error("{}", .0.as_ref().map_or_else(|| "certificate does not decode".to_string(), ToString::to_string))]
+    Certificate(Option<crate::x509::CertDecodeError>),
     /// The OpenPGP keyblock does not decode.
-    #[error("{reason}")]
-    Keyblock {
-        /// The decoder's one-line message (it says that the keyblock does
-        /// not decode, and why).
-        reason: String,
-    },
+    #[error(transparent)]
+    Keyblock(#[from] crate::openpgp::KeyblockError),
     /// A lookup made for the blob (an issuer while validating the
     /// certificate, a signer while listing the key's signatures) failed.
     #[error(transparent)]

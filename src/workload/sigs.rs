@@ -172,6 +172,7 @@ fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
     let (key, problem) = match openpgp::describe(blob.data()) {
         Ok(k) => (k, None),
         Err(why) => {
+            let why = why.to_string();
             let first = blob.keys().next();
             let fpr = first.map(|k| hex_upper(k.fingerprint)).unwrap_or_default();
             let kid = first.map(|k| hex_upper(crate::kbx::search::derived_key_id(&k))).unwrap_or_default();

@@ -172,7 +172,7 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
             }
         };
         let Some(cert) = Cert::from_blob(&blob, offset) else {
-            out.problems.push(ScanError::content(index, offset, ContentError::Certificate { reason: None }));
+            out.problems.push(ScanError::content(index, offset, ContentError::Certificate(None)));
             continue;
         };
         let decoded = if blob.is_ephemeral() {
@@ -187,7 +187,7 @@ fn listing_pass<F: std::io::Read + std::io::Seek>(
             };
             Some((CertInfo::of(&x509), listed))
         } else {
-            out.problems.push(ScanError::content(index, offset, ContentError::Certificate { reason: None }));
+            out.problems.push(ScanError::content(index, offset, ContentError::Certificate(None)));
             None
         };
         let is_listed = decoded.is_some();

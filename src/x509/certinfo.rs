@@ -101,9 +101,9 @@ impl CertInfo {
     /// Decode `der`.
     ///
     /// # Errors
-    /// A message if the certificate does not decode.
-    pub fn decode(der: &[u8]) -> Result<Self, String> {
-        let (_, cert) = X509Certificate::from_der(der).map_err(decode_error)?;
+    /// [`CertDecodeError`] if the certificate does not decode.
+    pub fn decode(der: &[u8]) -> Result<Self, CertDecodeError> {
+        let (_, cert) = X509Certificate::from_der(der)?;
         Ok(Self::of(&cert))
     }
 
@@ -151,13 +151,26 @@ impl CertInfo {
     }
 }
 
-/// One line for a certificate that does not decode: x509-parser's own
-/// message, never the parser's `Debug` form (nom's `Display` is `Debug`).
-pub fn decode_error(e: x509_parser::nom::Err<x509_parser::error::X509Error>) -> String {
-    use x509_parser::nom::Err;
-    match e {
-        Err::Error(e) | Err::Failure(e) => format!("certificate does not decode: {e}"),
-        Err::Incomplete(_) => "certificate does not decode: it is truncated".into(),
+/// Why a certificate does not decode: x509-parser's own message, never
+/// the parser's `Debug` form (nom's `Display` is `Debug`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertDecodeError {
+    /// The DER is malformed or not a certificate.
+    #[error("certificate does not decode: {0}")]
+    Der(x509_parser::error::X509Error),
+    /// The DER ends early.
+    #[error("certificate does not decode: it is truncated")]
+    Truncated,
+}
+
+impl From<x509_parser::nom::Err<x509_parser::error::X509Error>> for CertDecodeError {
+    fn from(e: x509_parser::nom::Err<x509_parser::error::X509Error>) -> Self {
+        use x509_parser::nom::Err;
+        match e {
+            Err::Error(e) | Err::Failure(e) => CertDecodeError::Der(e),
+            Err::Incomplete(_) => CertDecodeError::Truncated,
+        }
     }
 }
 
@@ -170,7 +183,7 @@ fn range_in(whole: &[u8], part: &[u8]) -> Range<usize> {
 /// Decoded certificates and signature checks, each done once per run.
 #[derive(Debug, Default)]
 pub struct Memo {
-    infos: HashMap<[u8; 20], Result<CertInfo, String>>,
+    infos: HashMap<[u8; 20], Result<CertInfo, CertDecodeError>>,
     signatures: HashMap<PairKey, bool>,
     /// Checks handed to a [`CheckPool`] whose results are not in yet.
     queued: HashSet<PairKey>,
@@ -180,14 +193,14 @@ impl Memo {
     /// The decoded certificate.
     ///
     /// # Errors
-    /// The decoding error, as a message.
-    pub fn info(&mut self, cert: &Cert) -> Result<&CertInfo, String> {
+    /// The decoding error.
+    pub fn info(&mut self, cert: &Cert) -> Result<&CertInfo, CertDecodeError> {
         self.infos.entry(cert.fpr).or_insert_with(|| CertInfo::decode(&cert.der)).as_ref().map_err(Clone::clone)
     }
 
     /// Remember a certificate decoded elsewhere (the listing pass), so that
     /// it is not decoded again.
-    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, String>) {
+    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, CertDecodeError>) {
         self.infos.entry(cert.fpr).or_insert(info);
     }
 

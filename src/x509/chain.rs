@@ -262,7 +262,7 @@ impl<'t> Validator<'t> {
     }
 
     /// Remember a certificate decoded by the caller.
-    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, String>) {
+    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, super::certinfo::CertDecodeError>) {
         self.memo.learn(cert, info);
     }
 

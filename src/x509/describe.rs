@@ -8,6 +8,7 @@
 use serde::Serialize;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::certinfo::CertDecodeError;
 use crate::kbx::dump::hex_upper;
 use crate::kbx::search::mail_of;
 use crate::kbx::KeyBlob;
@@ -41,9 +42,9 @@ pub struct X509Cert {
 /// Decode the certificate of an X.509 blob.
 ///
 /// # Errors
-/// A message when the DER does not decode.
-pub fn describe(blob: &KeyBlob<'_>) -> Result<X509Cert, String> {
-    let (_, cert) = X509Certificate::from_der(blob.data()).map_err(crate::x509::certinfo::decode_error)?;
+/// [`CertDecodeError`] when the DER does not decode.
+pub fn describe(blob: &KeyBlob<'_>) -> Result<X509Cert, CertDecodeError> {
+    let (_, cert) = X509Certificate::from_der(blob.data())?;
     Ok(describe_decoded(blob, &cert))
 }
 

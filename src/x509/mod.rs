@@ -26,7 +26,7 @@ pub mod trustlist;
 #[cfg(test)]
 mod tests;
 
-pub use certinfo::{Cert, CertInfo, Memo};
+pub use certinfo::{Cert, CertDecodeError, CertInfo, Memo};
 pub use chain::{Problem, Validation, Validator};
 pub use describe::{describe, describe_decoded, X509Cert};
 pub use lookup::IssuerLookup;

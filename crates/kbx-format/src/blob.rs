@@ -30,6 +30,38 @@ pub fn key_table_len(head: &[u8]) -> usize {
     let size = usize::from(u16::from_be_bytes([head[18], head[19]]));
     keys * size
 }
+
+/// The blob flags of a blob head (bytes 6–7), 0 when `head` is too short.
+pub fn head_flags(head: &[u8]) -> u16 {
+    head.get(6..8).map_or(0, |f| u16::from_be_bytes([f[0], f[1]]))
+}
+
+/// Whether a blob head carries [`BLOB_FLAG_EPHEMERAL`].
+pub fn head_is_ephemeral(head: &[u8]) -> bool {
+    head_flags(head) & BLOB_FLAG_EPHEMERAL != 0
+}
+
+/// The fingerprints of a blob's key table, read from `head` (the blob up
+/// to the end of its key table, [`key_table_len`]) the way GnuPG's keybox
+/// search reads them: version 1 entries hold 20 bytes, version 2 entries
+/// 32 when their flags (bytes 32–33, bit 0x80) say so. Entries too small
+/// to hold one are left out (the full parse rejects such a blob).
+pub fn key_table_fingerprints(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let version = head.get(5).copied().unwrap_or(0);
+    let size = if head.len() >= KEY_TABLE_OFFSET { usize::from(u16::from_be_bytes([head[18], head[19]])) } else { 0 };
+    let keys = head.len().saturating_sub(KEY_TABLE_OFFSET).checked_div(size).unwrap_or(0);
+    (0..keys).filter_map(move |i| {
+        let e = &head[KEY_TABLE_OFFSET + i * size..KEY_TABLE_OFFSET + (i + 1) * size];
+        match version {
+            1 if size >= 28 => Some(&e[..20]),
+            v if v >= 2 && size >= 36 => {
+                Some(if u16::from_be_bytes([e[32], e[33]]) & 0x80 != 0 { &e[..32] } else { &e[..20] })
+            }
+            _ => None,
+        }
+    })
+}
+
 /// Blob flag bit: secret key material (never set by GnuPG).
 pub const BLOB_FLAG_SECRET: u16 = 1;
 /// Blob flag bit: ephemeral (imported only for a validation, not "really" there).

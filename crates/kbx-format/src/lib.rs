@@ -19,6 +19,7 @@
 //! * [`dump`]: `kbxutil`'s per-blob dump;
 //! * [`search`]: GnuPG-style search patterns and matching;
 //! * [`keyblock`]: the OpenPGP packet framing of a keyblock;
+//! * [`keypacket`]: a key packet's fingerprint and key id;
 //! * [`encode`]: blobs written as GnuPG writes them;
 //! * [`dn`]: distinguished names in libksba's string form (what X.509
 //!   blobs store and gpgsm's searches compare).
@@ -30,6 +31,7 @@ pub mod dump;
 pub mod encode;
 pub mod error;
 pub mod keyblock;
+pub mod keypacket;
 pub mod search;
 pub mod stats;
 

@@ -161,6 +161,16 @@ impl Pattern {
     }
 }
 
+/// The key id GnuPG's search compares for a fingerprint: its first 8
+/// bytes for a 32-byte (v5) fingerprint, its last 8 otherwise.
+pub fn fingerprint_key_id(f: &[u8]) -> &[u8] {
+    if f.len() == 32 {
+        &f[..8]
+    } else {
+        &f[f.len().saturating_sub(8)..]
+    }
+}
+
 /// The key id GnuPG's search compares: the last 8 bytes of a 20-byte
 /// fingerprint, the first 8 of a 32-byte one.
 pub fn derived_key_id<'a>(k: &KeyInfo<'a>) -> &'a [u8] {
