@@ -21,6 +21,7 @@ declare -A allowed=(
   [openpgp]="crypto lookup io events kbx telemetry timefmt"
   [workload]="x509 openpgp lookup io events kbx telemetry timefmt"
   [generate]="kbx timefmt units"
+  [record]="events units"
   [sweep]="workload x509 openpgp lookup io events kbx telemetry generate timefmt units"
 )
 status=0

@@ -10,7 +10,8 @@
 //!   `kbx-format` crate): [`kbx::parse_blob`] decodes a blob with every
 //!   table bounds-checked, [`kbx::stats`] and [`kbx::dump`] reproduce
 //!   `kbxutil`'s output, [`kbx::search`] implements GnuPG's search
-//!   patterns, [`kbx::packets`] frames OpenPGP packets. No I/O.
+//!   patterns, [`kbx::keyblock`] frames OpenPGP packets and
+//!   [`kbx::keypacket`] names keys. No I/O.
 //! * [`events`] — the vocabulary every producer of file events shares: the
 //!   operation ([`events::FileOp`]), one event ([`events::FileEvent`]),
 //!   the counters ([`events::IoStats`]) and who else sees them
@@ -31,6 +32,9 @@
 //!   `list --with-validation`, `--with-sigs`, `--check-sigs`; each a pass
 //!   over a [`io::BufferedReader`] that returns values.
 //! * [`generate`] — realistic keyboxes (the built-in one among them).
+//! * [`record`] — another program's calls on the watched files, from the
+//!   records the preloaded interposer (`crates/kbx-preload`, embedded at
+//!   build time) leaves: summed per process and file onto [`events`]' types.
 //! * [`sweep`] — the seed's table: a workload at each buffer size, with
 //!   exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
 //!
@@ -67,6 +71,7 @@ pub mod io;
 pub use kbx_format as kbx;
 pub mod lookup;
 pub mod openpgp;
+pub mod record;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;

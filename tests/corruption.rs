@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use kbxscope::io::{BufferSize, BufferedReader, MemoryOpener};
 use kbxscope::lookup::Strategy;
-use kbxscope::workload::{self, scan::ScanError};
+use kbxscope::workload::{self, ScanError};
 use kbxscope::x509::TrustList;
 
 use crate::common::{fixture, raw_blob, run_bounded, split_blobs, stderr, stdout, tool};

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{run, stderr, stdout, tool};
+use crate::common::{run, stderr, stdout};
 
 /// Generate a keybox with `args` into a fresh directory; returns (dir, path).
 fn gen(args: &[&str]) -> (tempfile::TempDir, PathBuf) {
@@ -177,28 +177,16 @@ fn gnupg_home(kbx: &Path) -> tempfile::TempDir {
 }
 
 /// gpgsm's verdict per certificate fingerprint, from `gpgsm -k --with-validation`.
-fn gpgsm_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
-    let o = Command::new(gpgsm)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
-        .output()
-        .unwrap();
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-    crate::common::gpgsm_text_verdicts(&String::from_utf8_lossy(&o.stdout))
+fn gpgsm_verdicts(home: &Path) -> Vec<(String, String)> {
+    crate::common::gpgsm_text_verdicts(&crate::common::gpgsm_listing(home))
 }
 
 fn gnupg_accepts_and_validates_what_gen_writes() {
-    let (Some(gpgsm), Some(gpg), Some(kbxutil)) = (
-        tool("gpgsm", "gnupg_accepts_and_validates_what_gen_writes"),
-        tool("gpg", "gnupg_accepts_and_validates_what_gen_writes"),
-        tool("kbxutil", "gnupg_accepts_and_validates_what_gen_writes"),
-    ) else {
-        return;
-    };
     for preset in ["tiny", "small"] {
         let (_d, kbx) = gen(&["--preset", preset]);
         // kbxutil agrees with kbxscope
         let ours = run(["stats", kbx.to_str().unwrap()]);
-        let theirs = Command::new(&kbxutil).args(["--stats", kbx.to_str().unwrap()]).output().unwrap();
+        let theirs = Command::new("kbxutil").args(["--stats", kbx.to_str().unwrap()]).output().unwrap();
         assert_eq!(ours.stdout, theirs.stdout, "{preset}: stats");
         // what kbxscope reads from the file
         let listed: Vec<serde_json::Value> = stdout(&run(["list", "--json", kbx.to_str().unwrap()]))
@@ -210,7 +198,7 @@ fn gnupg_accepts_and_validates_what_gen_writes() {
         );
         // gpgsm: all good except the planned missing-issuer and expired ones
         let home = gnupg_home(&kbx);
-        let verdicts = gpgsm_verdicts(&gpgsm, home.path());
+        let verdicts = gpgsm_verdicts(home.path());
         let certs: Vec<&serde_json::Value> = listed.iter().filter(|k| k["type"] == "x509").collect();
         assert_eq!(verdicts.len(), certs.len(), "{preset}: one verdict per certificate");
         let mut bad = 0;
@@ -231,7 +219,7 @@ fn gnupg_accepts_and_validates_what_gen_writes() {
         assert!(bad >= 2, "{preset}: the plan has missing-issuer and expired certificates");
         // gpg lists every OpenPGP key and user id
         let home = gnupg_home(&kbx);
-        let o = Command::new(&gpg)
+        let o = Command::new("gpg")
             .args([
                 "--homedir",
                 home.path().to_str().unwrap(),
@@ -266,7 +254,7 @@ fn gnupg_accepts_and_validates_what_gen_writes() {
                 assert!(uids.contains(u.as_str().unwrap()), "{preset}: gpg does not list {u}");
             }
         }
-        let _ = Command::new("gpgconf").args(["--homedir", home.path().to_str().unwrap(), "--kill", "all"]).output();
+        crate::common::stop_gnupg_daemons(home.path());
     }
 }
 

@@ -16,20 +16,37 @@ use std::process::Command;
 
 use kbxscope::kbx::keyblock::{split_packets, tag};
 
-use crate::common::{fixture, gen_tiny, io_summary, run, split_blobs, stderr, stdout, tool};
+use crate::common::{
+    fixture, gen_tiny, gpg_batch_args, io_summary, run, split_blobs, stderr, stdout, stop_gnupg_daemons,
+};
+
+/// kbxscope's signature listings: `list --with-sigs` and `list --check-sigs`.
+const SIG_MODES: [&str; 2] = ["--with-sigs", "--check-sigs"];
+
+/// gpg's signature listings, each with kbxscope's counterpart.
+const GPG_SIG_MODES: [(&str, &str); 2] = [("--list-sigs", "--with-sigs"), ("--check-sigs", "--check-sigs")];
+
+/// What `gpg --homedir HOME --batch --with-colons CMD` prints.
+fn gpg_colon_listing(home: &Path, cmd: &str) -> String {
+    let o = Command::new("gpg")
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--with-colons", cmd])
+        .output()
+        .expect("run gpg");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
 
 /// A fresh GNUPGHOME (gpg has made its trustdb in it) holding `keybox` as
 /// pubring.kbx. gpg's first run over a keybox with deleted blobs rewrites
 /// it compacted; with `settle` one listing runs first, so the keybox is
 /// the one gpg reads from then on.
-fn gnupg_home(gpg: &Path, keybox: &Path, settle: bool) -> tempfile::TempDir {
+fn gnupg_home(keybox: &Path, settle: bool) -> tempfile::TempDir {
     let home = tempfile::tempdir().expect("temp dir");
     let h = home.path().to_str().unwrap();
-    let o = Command::new(gpg).args(["--homedir", h, "--batch", "-k"]).output().expect("run gpg");
+    let o = Command::new("gpg").args(["--homedir", h, "--batch", "-k"]).output().expect("run gpg");
     assert!(o.status.success(), "gpg -k: {}", String::from_utf8_lossy(&o.stderr));
     std::fs::copy(keybox, home.path().join("pubring.kbx")).expect("copy keybox");
     if settle {
-        Command::new(gpg).args(["--homedir", h, "--batch", "-k"]).output().expect("run gpg");
+        Command::new("gpg").args(["--homedir", h, "--batch", "-k"]).output().expect("run gpg");
     }
     home
 }
@@ -78,11 +95,11 @@ fn ours(json: &str) -> Sigs {
 }
 
 /// gpg's `read(2)` calls on the keybox of `home` for `cmd`, and its stdout.
-fn gpg_reads(gpg: &Path, strace: &Path, home: &Path, cmd: &str) -> (u64, String) {
+fn gpg_reads(home: &Path, cmd: &str) -> (u64, String) {
     let trace = home.join("strace.txt");
-    let o = Command::new(strace)
+    let o = Command::new("strace")
         .args(["-f", "-y", "-e", "trace=read", "-o", trace.to_str().unwrap()])
-        .arg(gpg)
+        .arg("gpg")
         .args(["--homedir", home.to_str().unwrap(), "--batch", cmd])
         .output()
         .expect("run strace gpg");
@@ -99,22 +116,20 @@ fn kbxscope_json(keybox: &Path, mode: &str, lookup: &str) -> String {
 }
 
 /// Statuses (all strategies) and read counts (gnupg at 8 KiB) against gpg.
-fn compare(gpg: &Path, strace: &Path, keybox: &Path, settle: bool) {
-    let home = gnupg_home(gpg, keybox, settle);
+fn compare(keybox: &Path, settle: bool) {
+    let home = gnupg_home(keybox, settle);
     // kbxscope reads a copy of the keybox gpg reads, in a directory of its own.
     let dir = tempfile::tempdir().unwrap();
     let ours_kbx = dir.path().join("k.kbx");
     std::fs::copy(home.path().join("pubring.kbx"), &ours_kbx).unwrap();
-    let h = home.path().to_str().unwrap();
-    for (gpg_cmd, mode) in [("--list-sigs", "--with-sigs"), ("--check-sigs", "--check-sigs")] {
-        let colons = Command::new(gpg).args(["--homedir", h, "--batch", "--with-colons", gpg_cmd]).output().unwrap();
-        let want = gpg_colons(&String::from_utf8_lossy(&colons.stdout));
+    for (gpg_cmd, mode) in GPG_SIG_MODES {
+        let want = gpg_colons(&gpg_colon_listing(home.path(), gpg_cmd));
         assert!(!want.is_empty(), "gpg listed nothing for {}", keybox.display());
         for lookup in ["gnupg", "index", "scan"] {
             let got = ours(&kbxscope_json(&ours_kbx, mode, lookup));
             assert_eq!(got, want, "{} {mode} --lookup {lookup}: statuses differ from gpg {gpg_cmd}", keybox.display());
         }
-        let (theirs, _) = gpg_reads(gpg, strace, home.path(), gpg_cmd);
+        let (theirs, _) = gpg_reads(home.path(), gpg_cmd);
         let o = run(["--kbx-buffer-size", "0", "--io-summary=json", "list", mode, ours_kbx.to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let reads = io_summary(&o)["events"]["read"].as_u64().unwrap();
@@ -127,37 +142,30 @@ fn compare(gpg: &Path, strace: &Path, keybox: &Path, settle: bool) {
     }
 }
 
-fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
-    Some((tool("gpg", test)?, tool("strace", test)?))
-}
-
 fn sigs_equal_gpg_on_the_fixtures() {
-    let Some((gpg, strace)) = tools("sigs_equal_gpg_on_the_fixtures") else { return };
-    compare(&gpg, &strace, &fixture("gnupg-mixed.kbx"), false);
-    compare(&gpg, &strace, &fixture("gnupg-deleted.kbx"), true);
+    compare(&fixture("gnupg-mixed.kbx"), false);
+    compare(&fixture("gnupg-deleted.kbx"), true);
 }
 
 fn sigs_equal_gpg_on_a_generated_tiny_keybox() {
-    let Some((gpg, strace)) = tools("sigs_equal_gpg_on_a_generated_tiny_keybox") else { return };
     let (_d, tiny) = gen_tiny();
-    compare(&gpg, &strace, &tiny, false);
+    compare(&tiny, false);
 }
 
 /// The `small` preset (the longest of these comparisons: a test of its own
 /// so that it runs beside the others).
 fn sigs_equal_gpg_on_a_generated_small_keybox() {
-    let Some((gpg, strace)) = tools("sigs_equal_gpg_on_a_generated_small_keybox") else { return };
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small.kbx");
     let o = run(["gen", small.to_str().unwrap(), "--preset", "small"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    compare(&gpg, &strace, &small, false);
+    compare(&small, false);
 }
 
 /// System calls strace sees on the keybox, by kbxscope's names.
-fn strace_counts(strace: &Path, keybox: &Path, args: &[&str]) -> (serde_json::Value, [u64; 5]) {
+fn strace_counts(keybox: &Path, args: &[&str]) -> (serde_json::Value, [u64; 5]) {
     let trace = keybox.with_extension("trace");
-    let o = Command::new(strace)
+    let o = Command::new("strace")
         .args(["-f", "-y", "-e", "trace=openat,read,lseek,close,fstat,newfstatat,statx", "-o", trace.to_str().unwrap()])
         .arg(env!("CARGO_BIN_EXE_kbxscope"))
         .args(args)
@@ -188,14 +196,13 @@ fn strace_counts(strace: &Path, keybox: &Path, args: &[&str]) -> (serde_json::Va
 }
 
 fn io_summary_equals_strace_for_the_sig_workloads() {
-    let Some(strace) = tool("strace", "io_summary_equals_strace_for_the_sig_workloads") else { return };
     let (_d, tiny) = gen_tiny();
     let path = tiny.to_str().unwrap();
-    for mode in ["--with-sigs", "--check-sigs"] {
+    for mode in SIG_MODES {
         for lookup in ["gnupg", "scan", "index"] {
             for size in ["0", "16", "4096B", "unbuffered"] {
                 let args = ["--kbx-buffer-size", size, "--io-summary=json", "list", mode, "--lookup", lookup, path];
-                let (summary, seen) = strace_counts(&strace, &tiny, &args);
+                let (summary, seen) = strace_counts(&tiny, &args);
                 let e = &summary["events"];
                 let ours = ["open", "read", "seek", "close", "stat"].map(|k| e[k].as_u64().unwrap());
                 assert_eq!(
@@ -210,7 +217,7 @@ fn io_summary_equals_strace_for_the_sig_workloads() {
 fn index_reads_the_file_once() {
     let (_d, tiny) = gen_tiny();
     let size = std::fs::metadata(&tiny).unwrap().len();
-    for mode in ["--with-sigs", "--check-sigs"] {
+    for mode in SIG_MODES {
         let o = run([
             "--kbx-buffer-size",
             "0",
@@ -252,7 +259,6 @@ fn certifications(blob: &[u8], packets: &[(u8, usize, usize)]) -> Vec<(usize, us
 }
 
 fn bad_input_gets_gpgs_status() {
-    let Some((gpg, _)) = tools("bad_input_gets_gpgs_status") else { return };
     let blobs = split_blobs(&std::fs::read(fixture("gnupg-mixed.kbx")).unwrap());
     let header = &blobs[0];
     let key = &blobs[2];
@@ -277,16 +283,14 @@ fn bad_input_gets_gpgs_status() {
         let kbx = dir.path().join("bad.kbx");
         std::fs::write(&kbx, parts.concat()).unwrap();
         eprintln!("bad input: {name}");
-        bad_input_case(&gpg, &kbx, name == "alone");
+        bad_input_case(&kbx, name == "alone");
     }
 }
 
-fn bad_input_case(gpg: &Path, kbx: &Path, alone: bool) {
-    let home = gnupg_home(gpg, kbx, false);
-    let h = home.path().to_str().unwrap();
-    for (gpg_cmd, mode) in [("--list-sigs", "--with-sigs"), ("--check-sigs", "--check-sigs")] {
-        let colons = Command::new(gpg).args(["--homedir", h, "--batch", "--with-colons", gpg_cmd]).output().unwrap();
-        let want = gpg_colons(&String::from_utf8_lossy(&colons.stdout));
+fn bad_input_case(kbx: &Path, alone: bool) {
+    let home = gnupg_home(kbx, false);
+    for (gpg_cmd, mode) in GPG_SIG_MODES {
+        let want = gpg_colons(&gpg_colon_listing(home.path(), gpg_cmd));
         let first = want.iter().find(|k| k.0 == "26A969FE5E2EAB2E5552D6C33259459D85592A97").expect("the key");
         let marks: Vec<&str> = first.1.iter().map(|s| s.0.as_str()).collect();
         if alone {
@@ -312,7 +316,7 @@ fn a_truncated_keyblock_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let kbx = dir.path().join("cut.kbx");
     std::fs::write(&kbx, &bytes[..cut]).unwrap();
-    for mode in ["--with-sigs", "--check-sigs"] {
+    for mode in SIG_MODES {
         for lookup in ["gnupg", "scan", "index"] {
             let o = run(["list", mode, "--lookup", lookup, kbx.to_str().unwrap()]);
             assert_eq!(o.status.code(), Some(1), "{mode} {lookup}");
@@ -354,12 +358,8 @@ fn recorded_gpg_statuses_for_every_algorithm() {
     }
 }
 
-fn gpg_quiet(gpg: &Path, home: &Path, args: &[&str]) {
-    let o = Command::new(gpg)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-        .args(args)
-        .output()
-        .expect("run gpg");
+fn gpg_quiet(home: &Path, args: &[&str]) {
+    let o = Command::new("gpg").args(gpg_batch_args(home)).args(args).output().expect("run gpg");
     assert!(o.status.success(), "gpg {args:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -371,7 +371,6 @@ fn gpg_quiet(gpg: &Path, home: &Path, args: &[&str]) {
 /// 2.2 takes a signer whose own self-signature is broken as missing, 2.4
 /// does not, so those are left alone).
 fn sigs_equal_live_gpg_on_keys_of_every_curve() {
-    let Some((gpg, strace)) = tools("sigs_equal_live_gpg_on_keys_of_every_curve") else { return };
     let (dir, home) = empty_home();
     let keys = [
         ("secp256k1", Some("secp256k1")),
@@ -384,18 +383,18 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
         ("dsa2048", Some("elg2048")),
         ("rsa2048", None),
     ];
-    let fprs = make_keys(&gpg, &home, &keys);
+    let fprs = make_keys(&home, &keys);
     for (signer, _) in fprs.iter().filter(|(a, _)| !matches!(*a, "ed25519" | "rsa2048")) {
         for (target, fpr) in &fprs {
             if signer != target {
-                gpg_quiet(&gpg, &home, &["-u", &format!("<{signer}@example.org>"), "--quick-sign-key", fpr]);
+                gpg_quiet(&home, &["-u", &format!("<{signer}@example.org>"), "--quick-sign-key", fpr]);
             }
         }
     }
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    stop_gnupg_daemons(&home);
     let kbx = dir.path().join("curves.kbx");
     std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
-    compare(&gpg, &strace, &kbx, false);
+    compare(&kbx, false);
     // Without the cached verdicts: gpg sets the "sigcache" byte of the
     // ring-trust packet after each self-signature and binding it made.
     let mut cleared = 0;
@@ -408,7 +407,7 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
         }
     });
     assert!(cleared >= 9, "{cleared} cached verdicts");
-    compare(&gpg, &strace, &uncached, false);
+    compare(&uncached, false);
     // Every third binding or certification made by another key, broken.
     let mut n = 0;
     let broken = edit_openpgp_blobs(&uncached, |b, packets| {
@@ -427,7 +426,7 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
         }
     });
     assert!(n >= 36, "{n} bindings and certifications by other keys");
-    compare(&gpg, &strace, &broken, false);
+    compare(&broken, false);
 }
 
 /// gpg lists a key's primary user id first (and looks its signers up
@@ -435,26 +434,24 @@ fn sigs_equal_live_gpg_on_keys_of_every_curve() {
 /// third revoked, each certified by a key of its own, and a key whose
 /// revoked user id has the newest self-signature.
 fn primary_user_id_first_as_gpg_lists_it() {
-    let Some((gpg, strace)) = tools("primary_user_id_first_as_gpg_lists_it") else { return };
     let (dir, home) = empty_home();
-    let fprs =
-        make_keys(&gpg, &home, &[("ed25519", None), ("nistp256", None), ("rsa2048", None), ("brainpoolP256r1", None)]);
+    let fprs = make_keys(&home, &[("ed25519", None), ("nistp256", None), ("rsa2048", None), ("brainpoolP256r1", None)]);
     let (main, uids) = (&fprs[0].1, ["Second <second@example.org>", "Third <third@example.org>"]);
     for uid in uids {
-        gpg_quiet(&gpg, &home, &["--quick-add-uid", main, uid]);
+        gpg_quiet(&home, &["--quick-add-uid", main, uid]);
     }
-    gpg_quiet(&gpg, &home, &["--quick-set-primary-uid", main, uids[0]]);
+    gpg_quiet(&home, &["--quick-set-primary-uid", main, uids[0]]);
     let first = "Curve ed25519 <ed25519@example.org>";
     for ((signer, _), uid) in fprs[1..].iter().zip([first, uids[0], uids[1]]) {
-        gpg_quiet(&gpg, &home, &["-u", &format!("<{signer}@example.org>"), "--quick-sign-key", main, uid]);
+        gpg_quiet(&home, &["-u", &format!("<{signer}@example.org>"), "--quick-sign-key", main, uid]);
     }
-    gpg_quiet(&gpg, &home, &["--quick-revoke-uid", main, uids[1]]);
+    gpg_quiet(&home, &["--quick-revoke-uid", main, uids[1]]);
     let other = &fprs[1].1;
-    gpg_quiet(&gpg, &home, &["--quick-add-uid", other, "Later <later@example.org>"]);
-    gpg_quiet(&gpg, &home, &["--quick-revoke-uid", other, "Later <later@example.org>"]);
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    gpg_quiet(&home, &["--quick-add-uid", other, "Later <later@example.org>"]);
+    gpg_quiet(&home, &["--quick-revoke-uid", other, "Later <later@example.org>"]);
+    stop_gnupg_daemons(&home);
     let o =
-        Command::new(&gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", main]).output().unwrap();
+        Command::new("gpg").args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", main]).output().unwrap();
     let listed: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter(|l| l.starts_with("uid:"))
@@ -463,7 +460,7 @@ fn primary_user_id_first_as_gpg_lists_it() {
     assert_eq!(listed.first().map(String::as_str), Some(uids[0]), "gpg lists {listed:?}");
     let kbx = dir.path().join("uids.kbx");
     std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
-    compare(&gpg, &strace, &kbx, false);
+    compare(&kbx, false);
     let o = run(["list", "--with-sigs", "--json", kbx.to_str().unwrap()]);
     let ours: Vec<String> = stdout(&o)
         .lines()
@@ -483,16 +480,14 @@ fn primary_user_id_first_as_gpg_lists_it() {
 /// (gpg makes such signatures with `--faked-system-time` and
 /// `--ignore-time-conflict`).
 fn time_conflicts_as_gpg_marks_them() {
-    let Some((gpg, strace)) = tools("time_conflicts_as_gpg_marks_them") else { return };
     let (dir, home) = empty_home();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let at = |t: u64| format!("{t}!");
-    let fprs = make_keys(&gpg, &home, &[("ed25519", None), ("nistp256", None), ("rsa2048", None)]);
-    gpg_quiet(&gpg, &home, &["--faked-system-time", &at(now + 3600), "--quick-gen-key", "Later <later@example.org>"]);
+    let fprs = make_keys(&home, &[("ed25519", None), ("nistp256", None), ("rsa2048", None)]);
+    gpg_quiet(&home, &["--faked-system-time", &at(now + 3600), "--quick-gen-key", "Later <later@example.org>"]);
     let sign = |faked: u64, signer: &str, target: &str| {
         let faked = at(faked);
         gpg_quiet(
-            &gpg,
             &home,
             &["--ignore-time-conflict", "--faked-system-time", &faked, "-u", signer, "--quick-sign-key", target],
         );
@@ -501,17 +496,17 @@ fn time_conflicts_as_gpg_marks_them() {
     sign(now + 3600, "<nistp256@example.org>", &fprs[0].1);
     sign(now - 3600, "<rsa2048@example.org>", &fprs[0].1);
     sign(now + 3600, "<later@example.org>", &fprs[1].1);
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    stop_gnupg_daemons(&home);
     let kbx = dir.path().join("times.kbx");
     std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
-    let o = Command::new(&gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "--check-sigs"]).output();
+    let o = Command::new("gpg").args(["--homedir", home.to_str().unwrap(), "--with-colons", "--check-sigs"]).output();
     let marks: String = String::from_utf8_lossy(&o.unwrap().stdout)
         .lines()
         .filter(|l| l.starts_with("sig:"))
         .map(|l| l.split(':').nth(1).unwrap().to_string())
         .collect();
     assert!(marks.matches('%').count() >= 3 && marks.contains('!'), "gpg's marks: {marks}");
-    compare(&gpg, &strace, &kbx, false);
+    compare(&kbx, false);
 }
 
 /// A temporary directory with an empty GNUPGHOME, `home`, in it.
@@ -525,16 +520,16 @@ fn empty_home() -> (tempfile::TempDir, PathBuf) {
 /// Keys made by the live gpg in `home`, one per `(algorithm, encryption
 /// subkey)`, each with the user id `Curve ALGO <ALGO@example.org>`:
 /// `(algorithm, fingerprint)`.
-fn make_keys(gpg: &Path, home: &Path, keys: &[(&'static str, Option<&str>)]) -> Vec<(&'static str, String)> {
+fn make_keys(home: &Path, keys: &[(&'static str, Option<&str>)]) -> Vec<(&'static str, String)> {
     let mut fprs = Vec::new();
     for &(algo, sub) in keys {
         let uid = format!("Curve {algo} <{algo}@example.org>");
-        gpg_quiet(gpg, home, &["--quick-gen-key", &uid, algo, "sign,cert", "never"]);
-        let o = Command::new(gpg).args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", &uid]).output();
+        gpg_quiet(home, &["--quick-gen-key", &uid, algo, "sign,cert", "never"]);
+        let o = Command::new("gpg").args(["--homedir", home.to_str().unwrap(), "--with-colons", "-k", &uid]).output();
         let colons = String::from_utf8_lossy(&o.unwrap().stdout).into_owned();
         let fpr = colons.lines().find(|l| l.starts_with("fpr:")).unwrap().split(':').nth(9).unwrap().to_string();
         if let Some(sub) = sub {
-            gpg_quiet(gpg, home, &["--quick-add-key", &fpr, sub, "encr", "never"]);
+            gpg_quiet(home, &["--quick-add-key", &fpr, sub, "encr", "never"]);
         }
         fprs.push((algo, fpr));
     }
@@ -547,7 +542,6 @@ fn make_keys(gpg: &Path, home: &Path, keys: &[(&'static str, Option<&str>)]) -> 
 /// whose `--check-sigs` rejects MD5 (`%`, "Invalid digest algorithm") once
 /// it has the signer's key.
 fn sigs_equal_live_gpg_for_every_hash() {
-    let Some((gpg, strace)) = tools("sigs_equal_live_gpg_for_every_hash") else { return };
     let (dir, home) = empty_home();
     let keys = [
         ("rsa1024", None),
@@ -557,23 +551,15 @@ fn sigs_equal_live_gpg_for_every_hash() {
         ("nistp256", None),
         ("rsa2048", None),
     ];
-    let fprs = make_keys(&gpg, &home, &keys);
+    let fprs = make_keys(&home, &keys);
     let targets: Vec<&String> =
         fprs.iter().filter(|(a, _)| matches!(*a, "ed25519" | "rsa2048")).map(|f| &f.1).collect();
     for (signer, _) in &fprs {
         for hash in ["MD5", "SHA1", "RIPEMD160", "SHA224", "SHA384", "SHA512"] {
             for target in &targets {
                 // gpg refuses some pairs (a hash too short for the key, a signer certifying itself).
-                let _ = Command::new(&gpg)
-                    .args([
-                        "--homedir",
-                        home.to_str().unwrap(),
-                        "--batch",
-                        "--pinentry-mode",
-                        "loopback",
-                        "--passphrase",
-                        "",
-                    ])
+                let _ = Command::new("gpg")
+                    .args(gpg_batch_args(&home))
                     .args([
                         "--allow-weak-digest-algos",
                         "--cert-digest-algo",
@@ -587,18 +573,14 @@ fn sigs_equal_live_gpg_for_every_hash() {
             }
         }
     }
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    stop_gnupg_daemons(&home);
     let kbx = dir.path().join("hashes.kbx");
     std::fs::copy(home.join("pubring.kbx"), &kbx).unwrap();
-    let o = Command::new(&gpg)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "--with-colons", "--check-sigs"])
-        .output()
-        .expect("run gpg");
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let text = gpg_colon_listing(&home, "--check-sigs");
     let hashes: std::collections::BTreeSet<&str> =
         text.lines().filter(|l| l.starts_with("sig:")).map(|l| l.split(':').nth(15).unwrap()).collect();
     assert!(hashes.contains("1") && hashes.len() >= 4, "hashes gpg made: {hashes:?}");
-    compare(&gpg, &strace, &kbx, false);
+    compare(&kbx, false);
 }
 
 /// A copy of `kbx` (named after it, `-edited` added) with `edit` applied
@@ -619,7 +601,7 @@ crate::tests![
     sigs_equal_gpg_on_a_generated_tiny_keybox needs ["gpg", "strace"],
     io_summary_equals_strace_for_the_sig_workloads needs ["strace"],
     index_reads_the_file_once,
-    bad_input_gets_gpgs_status,
+    bad_input_gets_gpgs_status needs ["gpg"],
     a_truncated_keyblock_is_a_one_line_error,
     recorded_gpg_statuses_for_every_algorithm,
     sigs_equal_live_gpg_on_keys_of_every_curve needs ["gpg", "strace"],

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::{bin, fixture, raw_blob, split_blobs};
+use crate::common::{bin, fixture, raw_blob, split_blobs, validation_args};
 
 /// Run with `RUST_BACKTRACE=1`; check stderr; return the exit code.
 fn check(args: &[&str], max_lines: usize) -> Option<i32> {
@@ -69,8 +69,9 @@ fn every_error_is_one_line_even_with_rust_backtrace() {
     }
     assert_eq!(check(&["list", &bad_content], 200), Some(1));
     check(&["find", "--all", &bad_content, "@example"], 200);
-    check(&["list", "--with-validation", "--trustlist", &bad_trust, fixture("gnupg-mixed.kbx").to_str().unwrap()], 1);
-    check(&["list", "--with-validation", "--trustlist", &missing, fixture("gnupg-mixed.kbx").to_str().unwrap()], 1);
+    let mixed = fixture("gnupg-mixed.kbx");
+    check(&validation_args(&[], &mixed, Path::new(&bad_trust)), 1);
+    check(&validation_args(&[], &mixed, Path::new(&missing)), 1);
     // Bad options and outputs that cannot be written.
     for args in [
         &["frobnicate"][..],

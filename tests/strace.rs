@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{io_summary, temp_copy, tool};
+use crate::common::{io_summary, temp_copy};
 
 /// System calls strace saw on `keybox`, by kbxscope's operation names,
 /// plus every call that touched its directory in any other way.
@@ -75,15 +75,15 @@ fn op_is_open(syscall: &str) -> bool {
 }
 
 /// Run kbxscope under strace; return the trace and the io summary.
-fn traced(strace: &Path, dir: &Path, args: &[String]) -> (String, serde_json::Value) {
-    let (trace, o) = traced_output(strace, dir, args);
+fn traced(dir: &Path, args: &[String]) -> (String, serde_json::Value) {
+    let (trace, o) = traced_output(dir, args);
     (trace, io_summary(&o))
 }
 
 /// Run kbxscope under strace; return the trace and what kbxscope printed.
-fn traced_output(strace: &Path, dir: &Path, args: &[String]) -> (String, std::process::Output) {
+fn traced_output(dir: &Path, args: &[String]) -> (String, std::process::Output) {
     let trace_file = dir.join("trace.txt");
-    let o = Command::new(strace)
+    let o = Command::new("strace")
         .args(["-f", "-y", "-qq", "-e", "trace=%file,%desc,lseek", "-o"])
         .arg(&trace_file)
         .arg(env!("CARGO_BIN_EXE_kbxscope"))
@@ -108,7 +108,6 @@ fn commands(keybox: &str) -> Vec<Vec<String>> {
 }
 
 fn io_summary_equals_strace_exactly() {
-    let Some(strace) = tool("strace", "io_summary_equals_strace_exactly") else { return };
     for kbx in ["gnupg-mixed", "gnupg-deleted"] {
         let (dir, path) = temp_copy(kbx);
         let k = path.to_str().unwrap();
@@ -122,7 +121,7 @@ fn io_summary_equals_strace_exactly() {
             for size in SIZES {
                 let args: Vec<String> =
                     [vec![format!("--kbx-buffer-size={size}"), "--io-summary=json".into()], cmd.clone()].concat();
-                let (trace, summary) = traced(&strace, dir.path(), &args);
+                let (trace, summary) = traced(dir.path(), &args);
                 let mut seen = parse_trace(&trace, &path);
                 // Validation looks for a trustlist beside the keybox
                 // (KEYBOX.trustlist.txt, then STEM.trustlist.txt).
@@ -140,7 +139,6 @@ fn io_summary_equals_strace_exactly() {
 }
 
 fn the_keybox_is_only_ever_read() {
-    let Some(strace) = tool("strace", "the_keybox_is_only_ever_read") else { return };
     let (dir, path) = temp_copy("gnupg-deleted");
     // its trustlist beside it, as `gen` writes one: validation reads it
     let trust = dir.path().join("gnupg-deleted.kbx.trustlist.txt");
@@ -157,7 +155,7 @@ fn the_keybox_is_only_ever_read() {
     every.push(["sweep", k, "--sizes", "0,64", "--runs", "1", "--warmup", "0"].map(String::from).to_vec());
     every.push(["sweep", k, "--workload", "stats", "--sizes", "unbuffered", "--runs", "1"].map(String::from).to_vec());
     for cmd in every {
-        let (trace, o) = traced_output(&strace, dir.path(), &cmd);
+        let (trace, o) = traced_output(dir.path(), &cmd);
         assert!(o.status.success(), "{cmd:?}: {}", crate::common::stderr(&o));
         let mut seen = parse_trace(&trace, &path);
         // Reading the trustlist beside the keybox is allowed; only reading.
@@ -189,7 +187,6 @@ fn requested(line: &str) -> Option<u64> {
 }
 
 fn a_whole_sweep_counts_what_strace_sees() {
-    let Some(strace) = tool("strace", "a_whole_sweep_counts_what_strace_sees") else { return };
     let (dir, kbx) = crate::common::gen_tiny();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("sweep.json");
@@ -210,7 +207,7 @@ fn a_whole_sweep_counts_what_strace_sees() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let (trace, o) = traced_output(&strace, dir.path(), &args);
+    let (trace, o) = traced_output(dir.path(), &args);
     assert!(o.status.success(), "{}", crate::common::stderr(&o));
     let seen = parse_trace(&trace, &kbx);
     let other: Vec<_> = seen.other.iter().filter(|l| !l.contains("tiny.kbx.trustlist.txt")).collect();

@@ -4,24 +4,15 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::common::{bin, fixture, free_port, run, samples, stderr, tool, Killed};
+use crate::common::{bin, fixture, free_port, run, samples, stderr, validation_args, Killed, AT};
 
 fn metrics_out_is_a_valid_exposition() {
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("kbx.prom");
-    let o = run([
-        "--metrics-out",
-        prom.to_str().unwrap(),
-        "--kbx-buffer-size",
-        "16",
-        "list",
-        "--with-validation",
-        "--at",
-        "2026-12-01",
-        "--trustlist",
-        fixture("gnupg-deleted.trustlist.txt").to_str().unwrap(),
-        fixture("gnupg-deleted.kbx").to_str().unwrap(),
-    ]);
+    let (kbx, trust) = (fixture("gnupg-deleted.kbx"), fixture("gnupg-deleted.trustlist.txt"));
+    let mut args = vec!["--metrics-out", prom.to_str().unwrap(), "--kbx-buffer-size", "16"];
+    args.extend(validation_args(&["--at", AT], &kbx, &trust));
+    let o = run(args);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&prom).unwrap();
     for line in [
@@ -42,25 +33,23 @@ fn metrics_out_is_a_valid_exposition() {
     }
     let names: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
     assert_eq!(names.len(), names.iter().collect::<std::collections::BTreeSet<_>>().len(), "one TYPE per family");
-    if let Some(promtool) = tool("promtool", "metrics_out_is_a_valid_exposition") {
-        let mut child = std::process::Command::new(promtool)
-            .args(["check", "metrics"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "promtool: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "no lint warnings");
-    }
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "no lint warnings");
 }
 
 fn a_port_in_use_fails_before_any_work() {
@@ -229,10 +218,9 @@ fn http_get(port: u16, path: &str) -> Option<String> {
 /// counters and the batch-job gauges are what the gateway then serves; a
 /// gateway that is not there is a one-line error and exit 1.
 fn metrics_push_reaches_a_real_pushgateway() {
-    let Some(gateway) = tool("prometheus-pushgateway", "metrics_push_reaches_a_real_pushgateway") else { return };
     let port = free_port();
     let _gw = Killed(
-        std::process::Command::new(gateway)
+        std::process::Command::new("prometheus-pushgateway")
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

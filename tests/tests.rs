@@ -18,6 +18,7 @@ mod gnupg_live;
 mod gpg_live;
 mod one_line_errors;
 mod openpgp_wild;
+mod record;
 mod rules;
 mod strace;
 mod sweep;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         gpg_live::TESTS,
         one_line_errors::TESTS,
         openpgp_wild::TESTS,
+        record::TESTS,
         rules::TESTS,
         strace::TESTS,
         sweep::TESTS,

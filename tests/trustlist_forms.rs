@@ -2,9 +2,7 @@
 //! gpgsm: the same bracketed notes and verdicts for every certificate of
 //! a GnuPG-made keybox.
 
-use std::process::Command;
-
-use crate::common::{fixture, gpgsm_text_notes, run, stderr, stdout, tool};
+use crate::common::{fixture, gpgsm_listing, gpgsm_text_notes, run, stderr, stdout, validation_args};
 
 const A: &str = "98:BC:D9:D9:6A:D2:06:EB:81:1A:46:7D:5A:41:F0:85:49:69:C8:97";
 const B: &str = "05:21:49:10:9F:40:F0:1B:AA:FC:1D:48:CB:A7:73:55:A8:B5:F7:18";
@@ -33,8 +31,6 @@ fn forms() -> Vec<(&'static str, String, bool)> {
 }
 
 fn trustlist_forms_match_live_gpgsm() {
-    let name = "trustlist_forms_match_live_gpgsm";
-    let Some(gpgsm) = tool("gpgsm", name) else { return };
     for (form, text, accepted) in forms() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
@@ -43,15 +39,10 @@ fn trustlist_forms_match_live_gpgsm() {
         std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
         let trust = home.join("trustlist.txt");
         std::fs::write(&trust, &text).unwrap();
-        let o = Command::new(&gpgsm)
-            .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
-            .output()
-            .unwrap();
-        let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-        let theirs = gpgsm_text_notes(&String::from_utf8_lossy(&o.stdout));
+        let theirs = gpgsm_text_notes(&gpgsm_listing(&home));
         assert!(theirs.len() >= 24, "{form}");
         std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
-        let ours = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), kbx.to_str().unwrap()]);
+        let ours = run(validation_args(&[], &kbx, &trust));
         assert!(ours.status.success(), "{form}: {}", stderr(&ours));
         assert_eq!(gpgsm_text_notes(&stdout(&ours)), theirs, "{form}");
         let warned = stderr(&ours).contains("gpg-agent rejects the whole trustlist");

@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{fixture, gpgsm_text_notes, gpgsm_text_verdicts, io_summary, run, stderr, stdout, tool, KEYBOXES};
+use crate::common::{
+    fixture, gpgsm_listing, gpgsm_text_notes, gpgsm_text_verdicts, gpgsm_validation_args, io_summary, run, stderr,
+    stdout, stop_gnupg_daemons, validation_args, AT, KEYBOXES,
+};
 
 /// Our verdicts from `list --with-validation --json`.
 fn our_verdicts(kbx: &Path, trustlist: &Path, lookup: &str, extra: &[&str]) -> Vec<(String, String)> {
@@ -39,7 +42,7 @@ fn fixture_verdicts_equal_recorded_gpgsm() {
                 &fixture(&format!("{kbx}.kbx")),
                 &fixture(&format!("{kbx}.trustlist.txt")),
                 lookup,
-                &["--at", "2026-12-01"],
+                &["--at", AT],
             );
             got.sort();
             assert_eq!(got, want, "{kbx} --lookup {lookup}");
@@ -53,8 +56,6 @@ fn fixture_verdicts_equal_recorded_gpgsm() {
 /// compresses a keybox whose last maintenance is over three hours old: one
 /// more pass, which kbxscope, reading only, does not make.)
 fn fixtures_match_live_gpgsm() {
-    let name = "fixtures_match_live_gpgsm";
-    let (Some(gpgsm), Some(strace)) = (tool("gpgsm", name), tool("strace", name)) else { return };
     for kbx in KEYBOXES {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
@@ -62,7 +63,7 @@ fn fixtures_match_live_gpgsm() {
         let (path, trust) = (fixture(&format!("{kbx}.kbx")), fixture(&format!("{kbx}.trustlist.txt")));
         std::fs::copy(&path, home.join("pubring.kbx")).unwrap();
         std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
-        let listing = live_listing(&gpgsm, &home);
+        let listing = gpgsm_listing(&home);
         let mut theirs = gpgsm_text_verdicts(&listing);
         theirs.sort();
         assert!(theirs.len() >= 24, "{kbx}: {theirs:?}");
@@ -71,10 +72,10 @@ fn fixtures_match_live_gpgsm() {
             ours.sort();
             assert_eq!(ours, theirs, "{kbx} --lookup {lookup}");
         }
-        let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), path.to_str().unwrap()]);
+        let o = run(validation_args(&[], &path, &trust));
         assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing), "{kbx}: notes");
         std::fs::copy(&path, home.join("pubring.kbx")).unwrap();
-        let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
+        let theirs = gpgsm_reads(&home) as f64;
         let ours = reads_at_8k(&path, &trust);
         eprintln!("{kbx}: reads at 8 KiB: gpgsm {theirs}, kbxscope {ours} ({:+.2}%)", (ours / theirs - 1.0) * 100.0);
         assert!((ours / theirs - 1.0).abs() <= 0.05, "{kbx}: gpgsm {theirs} reads, kbxscope {ours}");
@@ -82,15 +83,8 @@ fn fixtures_match_live_gpgsm() {
 }
 
 fn text_output_marks_certificates_like_gpgsm() {
-    let o = run([
-        "list",
-        "--with-validation",
-        "--at",
-        "2026-12-01",
-        "--trustlist",
-        fixture("gnupg-deleted.trustlist.txt").to_str().unwrap(),
-        fixture("gnupg-deleted.kbx").to_str().unwrap(),
-    ]);
+    let (kbx, trust) = (fixture("gnupg-deleted.kbx"), fixture("gnupg-deleted.trustlist.txt"));
+    let o = run(validation_args(&["--at", AT], &kbx, &trust));
     let text = stdout(&o);
     assert_eq!(text.matches("  [certificate is good]\n").count(), 38);
     assert_eq!(text.matches("  [certificate is bad: Missing issuer certificate]\n").count(), 1);
@@ -113,7 +107,7 @@ fn without_a_trustlist_nothing_is_trusted() {
     std::fs::copy(fixture("gnupg-mixed.trustlist.txt"), dir.path().join("k.kbx.trustlist.txt")).unwrap();
     let o = crate::common::bin()
         .env("HOME", dir.path())
-        .args(["list", "--with-validation", "--json", "--at", "2026-12-01", kbx.to_str().unwrap()])
+        .args(["list", "--with-validation", "--json", "--at", AT, kbx.to_str().unwrap()])
         .output()
         .unwrap();
     assert_eq!(stdout(&o).matches("\"status\":\"good\"").count(), 24);
@@ -125,20 +119,9 @@ fn index_reads_the_file_once() {
     let size = std::fs::metadata(&kbx).unwrap().len();
     let trust = fixture("gnupg-mixed.trustlist.txt");
     let summary = |arg: &str| {
-        let o = run([
-            "--io-summary=json",
-            "--kbx-buffer-size",
-            arg,
-            "list",
-            "--with-validation",
-            "--lookup",
-            "index",
-            "--at",
-            "2026-12-01",
-            "--trustlist",
-            trust.to_str().unwrap(),
-            kbx.to_str().unwrap(),
-        ]);
+        let mut args = vec!["--io-summary=json", "--kbx-buffer-size", arg];
+        args.extend(validation_args(&["--lookup", "index", "--at", AT], &kbx, &trust));
+        let o = run(args);
         assert_eq!(stdout(&o).matches("[certificate is good]").count(), 24, "{arg}");
         io_summary(&o)
     };
@@ -158,59 +141,40 @@ fn index_reads_the_file_once() {
     assert!(s["events"]["total"].as_u64().unwrap() <= 2 * 45 + 4, "{s}");
 }
 
-/// What `gpgsm -k --with-validation` prints for the keybox in `home`.
-fn live_listing(gpgsm: &Path, home: &Path) -> String {
-    let o = Command::new(gpgsm)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
-        .output()
-        .unwrap();
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// gpgsm's verdicts (fingerprint, verdict), sorted, for the keybox in `home`.
-fn live_verdicts(gpgsm: &Path, home: &Path) -> Vec<(String, String)> {
-    let mut v = gpgsm_text_verdicts(&live_listing(gpgsm, home));
+fn live_verdicts(home: &Path) -> Vec<(String, String)> {
+    let mut v = gpgsm_text_verdicts(&gpgsm_listing(home));
     v.sort();
     v
 }
 
 /// kbxscope's read(2) calls for `list --with-validation` (gnupg lookup) at 8 KiB.
 fn reads_at_8k(kbx: &Path, trustlist: &Path) -> f64 {
-    let o = run([
-        "--io-summary=json",
-        "--kbx-buffer-size",
-        "0",
-        "list",
-        "--with-validation",
-        "--trustlist",
-        trustlist.to_str().unwrap(),
-        kbx.to_str().unwrap(),
-    ]);
+    let mut args = vec!["--io-summary=json", "--kbx-buffer-size", "0"];
+    args.extend(validation_args(&[], kbx, trustlist));
+    let o = run(args);
     io_summary(&o)["events"]["read"].as_u64().unwrap() as f64
 }
 
 /// gpgsm's read(2) calls on pubring.kbx, counted by strace. No `-f`: gpgsm
 /// reads the keybox itself, and following forks would also follow the
 /// gpg-agent daemon it starts, which outlives it.
-fn gpgsm_reads(strace: &Path, gpgsm: &Path, home: &Path) -> u64 {
+fn gpgsm_reads(home: &Path) -> u64 {
     let trace = home.join("trace.txt");
-    let st = Command::new(strace)
+    let st = Command::new("strace")
         .args(["-y", "-qq", "-s", "0", "-e", "trace=read", "-o"])
         .arg(&trace)
-        .arg(gpgsm)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
+        .arg("gpgsm")
+        .args(gpgsm_validation_args(home))
         .output()
         .unwrap();
     assert!(st.status.success() || st.status.code() == Some(1));
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
+    stop_gnupg_daemons(home);
     let text = std::fs::read_to_string(&trace).unwrap();
     text.lines().filter(|l| l.contains("/pubring.kbx>")).count() as u64
 }
 
 fn gnupg_lookup_matches_live_gpgsm() {
-    let name = "gnupg_lookup_matches_live_gpgsm";
-    let (Some(gpgsm), Some(strace)) = (tool("gpgsm", name), tool("strace", name)) else { return };
     let dir = tempfile::tempdir().unwrap();
     let kbx = dir.path().join("small.kbx");
     let o = run(["gen", kbx.to_str().unwrap(), "--preset", "small"]);
@@ -221,7 +185,7 @@ fn gnupg_lookup_matches_live_gpgsm() {
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
     // verdicts, certificate by certificate
-    let theirs = live_verdicts(&gpgsm, &home);
+    let theirs = live_verdicts(&home);
     assert_eq!(theirs.len(), 100);
     for lookup in ["gnupg", "scan", "index"] {
         let mut ours = our_verdicts(&kbx, &trust, lookup, &[]);
@@ -230,7 +194,7 @@ fn gnupg_lookup_matches_live_gpgsm() {
     }
     // read(2) calls at GnuPG 2.2's fixed 8 KiB: within 5%
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
-    let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
+    let theirs = gpgsm_reads(&home) as f64;
     let ours = reads_at_8k(&kbx, &trust);
     eprintln!(
         "reads at 8 KiB: gpgsm {theirs}, kbxscope --lookup gnupg {ours} ({:+.2}%)",
@@ -244,17 +208,17 @@ fn gnupg_lookup_matches_live_gpgsm() {
     std::fs::remove_file(home.join("trustlist.txt")).unwrap();
     let empty = dir.path().join("empty-trustlist.txt");
     std::fs::write(&empty, "").unwrap();
-    let listing = live_listing(&gpgsm, &home);
+    let listing = gpgsm_listing(&home);
     let mut theirs = gpgsm_text_verdicts(&listing);
     theirs.sort();
     assert_eq!(theirs.iter().filter(|v| v.1 == "bad: Not trusted").count(), 99, "all but the orphan");
     let mut ours = our_verdicts(&kbx, &empty, "gnupg", &[]);
     ours.sort();
     assert_eq!(ours, theirs, "without a trustlist");
-    let o = run(["list", "--with-validation", "--trustlist", empty.to_str().unwrap(), kbx.to_str().unwrap()]);
+    let o = run(validation_args(&[], &kbx, &empty));
     assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing), "notes without a trustlist");
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
-    let theirs = gpgsm_reads(&strace, &gpgsm, &home) as f64;
+    let theirs = gpgsm_reads(&home) as f64;
     let ours = reads_at_8k(&kbx, &empty);
     eprintln!("reads without a trustlist: gpgsm {theirs}, kbxscope {ours} ({:+.2}%)", (ours / theirs - 1.0) * 100.0);
     assert!((ours / theirs - 1.0).abs() <= 0.05, "gpgsm {theirs} reads, kbxscope {ours}");
@@ -269,7 +233,6 @@ fn gnupg_lookup_matches_live_gpgsm() {
 fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     use kbxscope::generate::x509::{issue, issue_with, AkiStyle, CertSpec, IssuedCert};
     use rand::SeedableRng;
-    let Some(gpgsm) = tool("gpgsm", "odd_roots_and_bad_signatures_match_live_gpgsm") else { return };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let year = 31_557_600;
     let spec = |cn: &str, ca: Option<Option<u8>>, not_before: i64| CertSpec {
@@ -351,7 +314,7 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     std::fs::create_dir(&home).unwrap();
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
-    let listing = live_listing(&gpgsm, &home);
+    let listing = gpgsm_listing(&home);
     let mut theirs = gpgsm_text_verdicts(&listing);
     theirs.sort();
     let verdict = |c: &IssuedCert| theirs.iter().find(|v| v.0 == sha1(c)).map(|v| v.1.as_str()).unwrap_or("none");
@@ -370,7 +333,7 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
         assert_eq!(ours, theirs, "--lookup {lookup}");
     }
     // Every bracketed line, notes and verdict, as gpgsm words and orders them.
-    let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), kbx.to_str().unwrap()]);
+    let o = run(validation_args(&[], &kbx, &trust));
     assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing));
 }
 

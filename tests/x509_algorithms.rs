@@ -11,7 +11,7 @@ use rsa::pkcs8::EncodePublicKey;
 use rsa::{Pkcs1v15Sign, Pss};
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use crate::common::{gpgsm_text_notes, run, stderr, stdout, tool};
+use crate::common::{gpgsm_listing, gpgsm_text_notes, run, stderr, stdout, validation_args};
 
 fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
     let mut v = vec![tag];
@@ -289,11 +289,11 @@ const VERIFIED: [&str; 20] = [
     "bp512-sha256",
 ];
 
-fn import(gpgsm: &Path, home: &Path, ders: &[Vec<u8>]) {
+fn import(home: &Path, ders: &[Vec<u8>]) {
     for der in ders {
         let f = home.join("import.der");
         std::fs::write(&f, der).unwrap();
-        let o = Command::new(gpgsm)
+        let o = Command::new("gpgsm")
             .args([
                 "--homedir",
                 home.to_str().unwrap(),
@@ -309,8 +309,6 @@ fn import(gpgsm: &Path, home: &Path, ders: &[Vec<u8>]) {
 }
 
 fn every_signature_algorithm_gets_gpgsms_verdict() {
-    let name = "every_signature_algorithm_gets_gpgsms_verdict";
-    let Some(gpgsm) = tool("gpgsm", name) else { return };
     let root_key = Key::Rsa(Box::new(kbxscope::generate::signer::rsa_key(0)));
     let root_how = How::Pkcs1("sha256");
     let root = cert(1, "Algorithm Root", &root_key.spki(), true, "Algorithm Root", &root_key, root_how);
@@ -324,18 +322,13 @@ fn every_signature_algorithm_gets_gpgsms_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
-    import(&gpgsm, &home, &leaves);
-    import(&gpgsm, &home, &cas);
-    import(&gpgsm, &home, std::slice::from_ref(&root));
+    import(&home, &leaves);
+    import(&home, &cas);
+    import(&home, std::slice::from_ref(&root));
     let fpr = kbxscope::kbx::dump::hex_upper(&sha1::Sha1::digest(&root));
     let trust = home.join("trustlist.txt");
     std::fs::write(&trust, format!("{fpr} S\n")).unwrap();
-    let o = Command::new(&gpgsm)
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"])
-        .output()
-        .unwrap();
-    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
-    let listing = String::from_utf8_lossy(&o.stdout).into_owned();
+    let listing = gpgsm_listing(&home);
     let theirs = gpgsm_text_notes(&listing);
     assert_eq!(theirs.len(), 2 * cases().len() + 1, "{listing}");
     // gpgsm verifies what we say it does, and refuses the rest.
@@ -345,7 +338,7 @@ fn every_signature_algorithm_gets_gpgsms_verdict() {
         assert_eq!(good, VERIFIED.contains(&case), "gpgsm on {case}: {block}");
     }
     let kbx = home.join("pubring.kbx");
-    let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), kbx.to_str().unwrap()]);
+    let o = run(validation_args(&[], &kbx, &trust));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(gpgsm_text_notes(&stdout(&o)), theirs);
 }

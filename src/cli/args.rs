@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use kbxscope::io::BufferSize;
+use kbxscope::sweep::export::Format;
 
 /// Read GnuPG keybox files (pubring.kbx, where gpg and gpgsm keep public
 /// keys and certificates) and show what reading them costs: every system call
@@ -131,6 +132,36 @@ pub enum Command {
     /// the sizes GnuPG's developers measured (the "seed": their procmon counts
     /// when they tuned --kbx-buffer-size), and shows their numbers beside ours.
     Sweep(SweepArgs),
+    /// Run PROGRAM with kbxscope's interposer preloaded and measure every
+    /// call it and its descendants make on the watched files (the keybox and
+    /// keyboxd's database): per process, per file, per operation. PROGRAM's
+    /// input, output and exit status pass through; the global options
+    /// (--io-summary, --metrics-*, --trace-out) report what was recorded.
+    ///
+    /// Daemons PROGRAM starts (gpg-agent, keyboxd, dirmngr) are recorded
+    /// until PROGRAM exits, then reported as they are (still running);
+    /// --wait-daemons waits for them. A daemon already running before
+    /// record started, and statically linked programs, cannot be recorded:
+    /// record says so.
+    Record(RecordArgs),
+}
+
+/// Arguments of `record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Watch files matching GLOB (repeatable; `*`, `?`, `[…]`; a pattern
+    /// without `/` matches the file name, one with `/` the absolute path).
+    /// Default: pubring.kbx, pubring.db and its -journal, -wal, -shm.
+    #[arg(long, value_name = "GLOB")]
+    pub watch: Vec<String>,
+    /// After PROGRAM exits, wait until every recorded process has exited,
+    /// at most DURATION (default 30s).
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true, default_missing_value = "30s",
+          value_parser = super::telemetry::parse_duration)]
+    pub wait_daemons: Option<std::time::Duration>,
+    /// The program and its arguments (after `--`).
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub program: Vec<std::ffi::OsString>,
 }
 
 /// Arguments of `sweep`.
@@ -144,9 +175,10 @@ pub struct SweepArgs {
     /// Default: the seed's 0,16,32,64,128,256,512.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::sweep::parse_size)]
     pub sizes: Vec<kbxscope::sweep::SweepSize>,
-    /// What each run does: validate (list --with-validation), list, stats, find:PATTERN.
-    #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = super::sweep::parse_workload)]
-    pub workload: super::sweep::WorkloadArg,
+    /// What each run does (the help lists every workload, from the sweep's table).
+    #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = super::sweep::parse_workload,
+          help = super::sweep::workload_help())]
+    pub workload: kbxscope::sweep::WorkloadKind,
     /// Lookup strategy of the validate, with-sigs and check-sigs workloads.
     #[arg(long, value_enum, default_value_t = LookupArg::Gnupg)]
     pub lookup: LookupArg,
@@ -162,15 +194,9 @@ pub struct SweepArgs {
     /// Validity time for the validate workload (RFC 3339 or a date).
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<i64>,
-    /// Write the results as JSON (- = stdout).
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// Write the results as CSV (- = stdout).
-    #[arg(long, value_name = "FILE")]
-    pub export_csv: Option<PathBuf>,
-    /// Write the results as a Markdown table (- = stdout).
-    #[arg(long, value_name = "FILE")]
-    pub export_markdown: Option<PathBuf>,
+    /// `--export-json`, `--export-csv`, … (one per export format).
+    #[command(flatten)]
+    pub exports: ExportArgs,
     /// Draw file events and time against buffer size (log scale) as an SVG
     /// (- = stdout).
     #[arg(long, value_name = "FILE.svg")]
@@ -190,6 +216,42 @@ pub struct SweepArgs {
     /// without, beside ours. PATH: the gpg to run.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpg", conflicts_with = "with_gpgsm")]
     pub with_gpg: Option<PathBuf>,
+}
+
+/// `--export-NAME FILE` for every export format ([`Format::ALL`]): the
+/// options are made from the formats, so a new format needs no change here.
+#[derive(Debug, Clone, Default)]
+pub struct ExportArgs(pub Vec<(Format, PathBuf)>);
+
+impl clap::FromArgMatches for ExportArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let given = |f: &Format| m.get_one::<PathBuf>(f.option()).map(|p| (*f, p.clone()));
+        Ok(Self(Format::ALL.iter().filter_map(given).collect()))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ExportArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        Format::ALL.iter().fold(cmd, |cmd, f| {
+            let (_, option, what) = f.exporter();
+            cmd.arg(
+                clap::Arg::new(option)
+                    .long(option)
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(format!("Write the results as {what} (- = stdout)")),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 /// A keybox path.
@@ -262,6 +324,16 @@ pub enum LookupArg {
     Index,
 }
 
+impl From<LookupArg> for kbxscope::lookup::Strategy {
+    fn from(a: LookupArg) -> Self {
+        match a {
+            LookupArg::Gnupg => Self::Gnupg,
+            LookupArg::Scan => Self::Scan,
+            LookupArg::Index => Self::Index,
+        }
+    }
+}
+
 /// A command-line value that does not parse: the one-line message clap
 /// shows after "invalid value … for …".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -311,13 +383,11 @@ impl Cli {
             }
         }
         if let Command::Sweep(a) = &self.command {
-            let to_stdout = [&a.export_json, &a.export_csv, &a.export_markdown, &a.plot]
-                .into_iter()
-                .filter(|p| p.as_deref().is_some_and(|p| p.as_os_str() == "-"))
-                .count();
+            let to_stdout =
+                a.exports.0.iter().map(|(_, p)| p).chain(a.plot.as_ref()).filter(|p| p.as_os_str() == "-").count();
             if to_stdout > 1 {
-                let msg =
-                    "only one of --export-json, --export-csv, --export-markdown and --plot can write to stdout ('-')";
+                let options: Vec<String> = Format::ALL.iter().map(|f| format!("--{}", f.option())).collect();
+                let msg = format!("only one of {} and --plot can write to stdout ('-')", options.join(", "));
                 return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut Cli::command()));
             }
             if self.io_summary.is_some() {

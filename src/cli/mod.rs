@@ -1,12 +1,12 @@
 //! The command line: parse, run a workload, print. The only code that prints.
 
 pub mod args;
-mod gpg;
-mod gpgsm;
+mod gnupg;
 mod interrupt;
 mod keybox;
 pub mod output;
 mod progress;
+mod record;
 mod render;
 mod sigs;
 pub mod sweep;
@@ -66,7 +66,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         let label = size.map_or_else(|| "sweep".to_string(), |s| s.to_string());
         let span = tracing::info_span!(target: "kbx::command", "command", name = %name, buffer_size = %label);
         let _in = span.enter();
-        let result = dispatch(&cli.command, &tally);
+        let result = dispatch(&cli, &tally);
         match &result {
             Err(e) => failed(&format!("{e:#}")),
             Ok(code) if *code != ExitCode::SUCCESS => failed("the command reported failures (see stderr)"),
@@ -83,7 +83,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         let change = render::keybox_change(&change);
         eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
     }
-    if let Some(format) = cli.io_summary {
+    // record prints its own summary (of the processes it recorded).
+    if let Some(format) = cli.io_summary.filter(|_| !matches!(cli.command, Command::Record(_))) {
         let stats = tally.snapshot();
         let text = match format {
             SummaryFormat::Json => serde_json::to_string(&stats)? + "\n",
@@ -105,17 +106,19 @@ fn command_name(command: &Command) -> &'static str {
         Command::Find(_) => "find",
         Command::Gen(_) => "gen",
         Command::Sweep(_) => "sweep",
+        Command::Record(_) => "record",
     }
 }
 
-fn dispatch(command: &Command, tally: &IoTally) -> Result<ExitCode> {
-    match command {
+fn dispatch(cli: &Cli, tally: &IoTally) -> Result<ExitCode> {
+    match &cli.command {
         Command::Stats(a) => stats(a, tally),
         Command::Dump(a) => dump(a.file.as_deref(), tally),
         Command::List(a) => list(a, tally),
         Command::Find(a) => find(a, tally),
         Command::Gen(a) => gen(a),
         Command::Sweep(a) => sweep::run(a),
+        Command::Record(a) => record::run(a, cli),
     }
 }
 
@@ -260,11 +263,7 @@ fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
-    let lookup = match a.lookup.unwrap_or(LookupArg::Gnupg) {
-        LookupArg::Gnupg => Strategy::Gnupg,
-        LookupArg::Scan => Strategy::Scan,
-        LookupArg::Index => Strategy::Index,
-    };
+    let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
     let outcome = workload::validate::run(&opener, lookup, &trust.list, at, |l| printer.print(&l))?;

@@ -18,11 +18,7 @@ use kbxscope::workload::sigs::{self, KeySigs, Startup};
 pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     let path = keybox::resolve(a.file.file.as_deref(), tally)?;
     let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
-    let lookup = match a.lookup.unwrap_or(LookupArg::Gnupg) {
-        LookupArg::Gnupg => Strategy::Gnupg,
-        LookupArg::Scan => Strategy::Scan,
-        LookupArg::Index => Strategy::Index,
-    };
+    let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut out = io::BufWriter::new(io::stdout().lock());

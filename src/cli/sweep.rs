@@ -8,15 +8,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::{BadValue, LookupArg, SweepArgs};
-use super::gpg::GpgRunner;
-use super::gpgsm::GpgsmRunner;
+use super::args::{BadValue, SweepArgs};
+use super::gnupg::{GnupgRunner, Program};
 use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
-use kbxscope::sweep::{self, export, plot, GnupgRow, SizeResult, Sweep, SweepError, SweepSize, Workload};
+use kbxscope::sweep::{self, plot, SizeResult, Sweep, SweepError, SweepSize, Workload, WorkloadKind};
 
 /// An export destination, opened before the runs (a bad path fails fast).
 enum Sink {
@@ -45,37 +44,17 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
 }
 
 /// Parse `--workload`.
-pub fn parse_workload(s: &str) -> Result<WorkloadArg, BadValue> {
-    match s {
-        "validate" => Ok(WorkloadArg::Validate),
-        "list" => Ok(WorkloadArg::List),
-        "stats" => Ok(WorkloadArg::Stats),
-        "with-sigs" => Ok(WorkloadArg::WithSigs),
-        "check-sigs" => Ok(WorkloadArg::CheckSigs),
-        _ => match s.strip_prefix("find:") {
-            Some(p) if !p.is_empty() => Ok(WorkloadArg::Find(p.to_string())),
-            _ => Err(BadValue(format!(
-                "expected validate, list, stats, find:PATTERN, with-sigs or check-sigs; got '{s}'"
-            ))),
-        },
-    }
+pub fn parse_workload(s: &str) -> Result<WorkloadKind, BadValue> {
+    WorkloadKind::parse(s).ok_or_else(|| BadValue(format!("expected {}; got '{s}'", WorkloadKind::names())))
 }
 
-/// `--workload` as given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkloadArg {
-    /// `list --with-validation`.
-    Validate,
-    /// `list`.
-    List,
-    /// `stats`.
-    Stats,
-    /// `find PATTERN`.
-    Find(String),
-    /// `list --with-sigs`.
-    WithSigs,
-    /// `list --check-sigs`.
-    CheckSigs,
+/// `--workload`'s help, from the workload table.
+pub fn workload_help() -> String {
+    let each: Vec<String> = WorkloadKind::TABLE
+        .iter()
+        .map(|(name, does)| if name == does { name.to_string() } else { format!("{name} ({does})") })
+        .collect();
+    format!("What each run does: {}", each.join(", "))
 }
 
 /// Parse one `--sizes` entry, keeping how it was written.
@@ -86,25 +65,15 @@ pub fn parse_size(s: &str) -> Result<SweepSize, BadValue> {
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
 pub fn run(a: &SweepArgs) -> Result<ExitCode> {
-    let exports = (open_sink(&a.export_json)?, open_sink(&a.export_csv)?, open_sink(&a.export_markdown)?);
+    let exports =
+        a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(&Some(p.clone()))?))).collect::<Result<Vec<_>>>()?;
     let plot_sink = open_sink(&a.plot)?;
-    let stdout_taken = [&exports.0, &exports.1, &exports.2, &plot_sink].iter().any(|s| matches!(s, Some(Sink::Stdout)));
+    let stdout_taken = exports.iter().map(|(_, s)| s).chain([&plot_sink]).any(|s| matches!(s, Some(Sink::Stdout)));
     let probe = IoTally::new(kbxscope::io::BufferSize::default());
     let path = keybox::resolve(a.file.as_deref(), &probe)?;
     let builtin = a.file.is_none();
-    let lookup = match a.lookup {
-        LookupArg::Gnupg => Strategy::Gnupg,
-        LookupArg::Scan => Strategy::Scan,
-        LookupArg::Index => Strategy::Index,
-    };
-    let workload = match &a.workload {
-        WorkloadArg::Validate => Workload::Validate(lookup),
-        WorkloadArg::List => Workload::List,
-        WorkloadArg::Stats => Workload::Stats,
-        WorkloadArg::Find(p) => Workload::Find(p.clone()),
-        WorkloadArg::WithSigs => Workload::Sigs(kbxscope::openpgp::Mode::WithSigs, lookup),
-        WorkloadArg::CheckSigs => Workload::Sigs(kbxscope::openpgp::Mode::CheckSigs, lookup),
-    };
+    let lookup = Strategy::from(a.lookup);
+    let workload = a.workload.clone().with(lookup);
     let trust = if matches!(workload, Workload::Validate(_)) {
         keybox::trustlist_for(&path, a.trustlist.as_deref())?
     } else {
@@ -114,21 +83,18 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let sizes = if a.sizes.is_empty() { sweep::default_sizes() } else { a.sizes.clone() };
-    let mut gpgsm = match &a.with_gpgsm {
-        None => None,
-        Some(p) => {
+    let mut gnupg = match (&a.with_gpgsm, &a.with_gpg, &workload) {
+        (Some(p), _, _) => {
             let given = (p.as_os_str() != "gpgsm").then_some(p.as_path());
             let trust = a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
-            Some(GpgsmRunner::new(given, &path, trust.as_deref())?)
+            Some(GnupgRunner::new(Program::GpgsmValidate, given, &path, trust.as_deref())?)
         }
-    };
-    let mut gpg = match (&a.with_gpg, &workload) {
-        (None, _) => None,
-        (Some(p), Workload::Sigs(mode, _)) => {
+        (None, Some(p), Workload::Sigs(mode, _)) => {
             let given = (p.as_os_str() != "gpg").then_some(p.as_path());
-            Some(GpgRunner::new(given, &path, *mode)?)
+            Some(GnupgRunner::new(Program::GpgSigs(*mode), given, &path, None)?)
         }
-        (Some(_), _) => anyhow::bail!("--with-gpg goes with --workload with-sigs or check-sigs"),
+        (None, Some(_), _) => anyhow::bail!("--with-gpg goes with --workload with-sigs or check-sigs"),
+        (None, None, _) => None,
     };
     let plan = sweep::Plan {
         sizes: &sizes,
@@ -146,10 +112,7 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         if builtin && !matches!(workload, Workload::Sigs(..)) {
             r.seed = sweep::seed_row(&r.label);
         }
-        if let Some(runner) = gpgsm.as_mut() {
-            r.gnupg = gpgsm_at(runner, s)?;
-        }
-        if let Some(runner) = gpg.as_mut() {
+        if let Some(runner) = gnupg.as_mut() {
             r.gnupg = runner.at(s)?;
         }
     }
@@ -160,9 +123,9 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     } else {
         std::io::stdout().write_all(text.as_bytes())?;
     }
-    finish_sink(exports.0, export::json(&result))?;
-    finish_sink(exports.1, export::csv(&result.results))?;
-    finish_sink(exports.2, export::markdown(&result.results))?;
+    for (format, sink) in exports {
+        finish_sink(sink, format.render(&result))?;
+    }
     if let Some(sink) = plot_sink {
         finish_sink(Some(sink), plot::svg(&result).map_err(|e| anyhow::anyhow!("--plot: {e}"))?)?;
     }
@@ -182,21 +145,6 @@ fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
         SweepError::Open(e) => e.into(),
         SweepError::Scan { size, error } => anyhow::anyhow!("{}: at buffer size {size}: {error}", path.display()),
         SweepError::Pattern(e) => anyhow::anyhow!("--workload find: {e}"),
-    }
-}
-
-/// gpgsm's row for a size, if this gpgsm can run at it: sizes GnuPG can
-/// express (a number of KiB; 0 = its 8 KiB default), or only 8 KiB for a
-/// gpgsm without `--kbx-buffer-size`.
-fn gpgsm_at(runner: &mut GpgsmRunner, s: &SweepSize) -> Result<Option<GnupgRow>> {
-    let bytes = s.size.bytes() as u64;
-    if !runner.has_buffer_option {
-        return Ok(if bytes == 8192 { Some(runner.run(None)?) } else { None });
-    }
-    match s.label.parse::<u64>() {
-        Ok(kib) => Ok(Some(runner.run(Some(kib))?)),
-        Err(_) if bytes > 0 && bytes.is_multiple_of(8192) => Ok(Some(runner.run(Some(bytes / 1024))?)),
-        Err(_) => Ok(None),
     }
 }
 
@@ -333,7 +281,7 @@ mod tests {
     use super::*;
     use kbxscope::events::PerOp;
     use kbxscope::lookup::Strategy;
-    use kbxscope::sweep::{SeedRow, Times};
+    use kbxscope::sweep::{GnupgRow, SeedRow, Times};
 
     fn sweep(seed: bool, gpgsm: bool, slow: bool) -> Sweep {
         let k = if slow { 1.0 } else { 0.001 };

@@ -1,5 +1,5 @@
 //! The signature checks X.509 and OpenPGP share, kept apart from either
-//! protocol's parsing: hashes ([`Hash`]), RSA (aws-lc-rs's PKCS#1 v1.5
+//! protocol's parsing: hashes ([`enum@Hash`]), RSA (aws-lc-rs's PKCS#1 v1.5
 //! parameters for the fast path, PSS), ECDSA on every curve gpgsm and gpg
 //! verify (brainpoolP512r1 defined in-tree, [`bp512`]) and Ed448 over any
 //! hash. No I/O, nothing of ours below it: `x509` and `openpgp` call in,

@@ -23,7 +23,9 @@ mod observe;
 mod stats;
 
 pub use observe::{observer, set_observer, IoObserver, Reporter, REPORT_EVERY};
-pub use stats::{Buckets, EventHistograms, FileOp, IoStats, PerBlobType, PerOp, DURATION_BOUNDS_NS, SIZE_BOUNDS};
+pub use stats::{
+    Buckets, EventHistograms, FileOp, IoStats, MoreOps, PerBlobType, PerOp, DURATION_BOUNDS_NS, SIZE_BOUNDS,
+};
 
 use std::time::Duration;
 

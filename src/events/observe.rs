@@ -18,6 +18,13 @@ pub trait IoObserver: Send + Sync {
     /// What one handle counted since its previous report: events, times,
     /// bytes, logical reads, blobs and, always present here, histograms.
     fn observe(&self, delta: &IoStats);
+
+    /// What another process (`origin`: a recorded program) did on its
+    /// files: counted apart from kbxscope's own handles, labelled with the
+    /// program's name. Ignored unless the observer keeps such counts.
+    fn observe_recorded(&self, origin: &super::Origin<'_>, delta: &IoStats) {
+        let _ = (origin, delta);
+    }
 }
 
 /// Events a handle counts between two reports.

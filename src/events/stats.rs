@@ -98,13 +98,27 @@ pub const SIZE_SLOTS: usize = SIZE_BOUNDS.len() + 1;
 /// matching [`IoStats`] fields (`time_ns`, `bytes_read`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventHistograms {
-    /// Event durations, per operation in [`FileOp::ALL`] order.
-    pub durations: [Buckets<DURATION_SLOTS>; 5],
+    /// Event durations, per operation in [`FileOp::EVERY`] order.
+    pub durations: [Buckets<DURATION_SLOTS>; FileOp::COUNT],
     /// Bytes returned by each successful `read(2)`.
     pub read_sizes: Buckets<SIZE_SLOTS>,
 }
 
 impl EventHistograms {
+    /// Count `n` events of `op` that each took about `ns` (a producer that
+    /// bucketed them itself hands over a representative value per bucket).
+    pub fn add_durations(&mut self, op: FileOp, ns: u64, n: u64) {
+        let b = &mut self.durations[op.index()];
+        let i = DURATION_BOUNDS_NS.iter().position(|x| ns <= *x).unwrap_or(DURATION_BOUNDS_NS.len());
+        b.0[i] += n;
+    }
+
+    /// Count `n` reads that each returned about `bytes`.
+    pub fn add_read_sizes(&mut self, bytes: u64, n: u64) {
+        let i = SIZE_BOUNDS.iter().position(|x| bytes <= *x).unwrap_or(SIZE_BOUNDS.len());
+        self.read_sizes.0[i] += n;
+    }
+
     fn merge(&mut self, other: &Self) {
         for (a, b) in self.durations.iter_mut().zip(other.durations.iter()) {
             a.merge(b);
@@ -176,25 +190,72 @@ impl PerBlobType {
 }
 
 /// A system call on a keybox file.
+///
+/// kbxscope's own I/O issues the first five ([`FileOp::ALL`]); the others
+/// ([`FileOp::MORE`]) come from other producers (the calls of a recorded
+/// program) and appear in reports only when they happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileOp {
     /// `openat(2)`.
     Open,
-    /// `read(2)`.
+    /// `read(2)` (a recorded program's `pread`, `readv`, `preadv` too).
     Read,
     /// `lseek(2)`.
     Seek,
     /// `close(2)`.
     Close,
-    /// `fstat`/`statx` on the open descriptor.
+    /// `fstat`/`statx` on the open descriptor (a recorded program's `stat`
+    /// by path too).
     Stat,
+    /// `write`, `pwrite`, `writev`.
+    Write,
+    /// `mmap` of the file.
+    Mmap,
+    /// `dup`, `dup2`, `dup3`, `fcntl(F_DUPFD…)` of a descriptor on the file.
+    Dup,
+    /// `access`/`faccessat` on the path.
+    Access,
+    /// `ftruncate`.
+    Truncate,
+    /// `fsync`, `fdatasync`.
+    Sync,
 }
 
 impl FileOp {
-    /// Every operation, in report order.
+    /// kbxscope's own operations, in report order: the keys every summary has.
     pub const ALL: [FileOp; 5] = [FileOp::Open, FileOp::Read, FileOp::Seek, FileOp::Close, FileOp::Stat];
 
-    /// The position of this operation in [`FileOp::ALL`].
+    /// The operations only other producers issue, in report order: reported
+    /// when non-zero.
+    pub const MORE: [FileOp; 6] =
+        [FileOp::Write, FileOp::Mmap, FileOp::Dup, FileOp::Access, FileOp::Truncate, FileOp::Sync];
+
+    /// Number of operations.
+    pub const COUNT: usize = 11;
+
+    /// Every operation: [`FileOp::ALL`], then [`FileOp::MORE`].
+    pub const EVERY: [FileOp; FileOp::COUNT] = [
+        FileOp::Open,
+        FileOp::Read,
+        FileOp::Seek,
+        FileOp::Close,
+        FileOp::Stat,
+        FileOp::Write,
+        FileOp::Mmap,
+        FileOp::Dup,
+        FileOp::Access,
+        FileOp::Truncate,
+        FileOp::Sync,
+    ];
+
+    /// The position in [`FileOp::MORE`], for those operations.
+    #[inline]
+    fn more_index(self) -> Option<usize> {
+        self.index().checked_sub(FileOp::ALL.len())
+    }
+
+    /// The position of this operation in [`FileOp::EVERY`] (and in
+    /// [`FileOp::ALL`] for those five).
     #[inline]
     pub fn index(self) -> usize {
         self as usize
@@ -208,11 +269,18 @@ impl FileOp {
             FileOp::Seek => "seek",
             FileOp::Close => "close",
             FileOp::Stat => "stat",
+            FileOp::Write => "write",
+            FileOp::Mmap => "mmap",
+            FileOp::Dup => "dup",
+            FileOp::Access => "access",
+            FileOp::Truncate => "truncate",
+            FileOp::Sync => "sync",
         }
     }
 }
 
-/// One number per [`FileOp`].
+/// One number per operation of [`FileOp::ALL`] (the others are in
+/// [`MoreOps`]: [`PerOp::get`] is 0 for them and [`PerOp::add`] ignores them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PerOp {
     /// Opens.
@@ -236,22 +304,27 @@ impl PerOp {
             FileOp::Seek => self.seek,
             FileOp::Close => self.close,
             FileOp::Stat => self.stat,
+            _ => 0,
         }
     }
 
-    fn slot(&mut self, op: FileOp) -> &mut u64 {
-        match op {
+    fn slot(&mut self, op: FileOp) -> Option<&mut u64> {
+        Some(match op {
             FileOp::Open => &mut self.open,
             FileOp::Read => &mut self.read,
             FileOp::Seek => &mut self.seek,
             FileOp::Close => &mut self.close,
             FileOp::Stat => &mut self.stat,
-        }
+            _ => return None,
+        })
     }
 
-    /// Add `v` to one operation.
+    /// Add `v` to one operation (of [`FileOp::ALL`]).
+    #[inline]
     pub fn add(&mut self, op: FileOp, v: u64) {
-        *self.slot(op) += v;
+        if let Some(n) = self.slot(op) {
+            *n += v;
+        }
     }
 
     /// Sum over all operations.
@@ -268,9 +341,64 @@ impl PerOp {
     fn minus(&self, earlier: &PerOp) -> PerOp {
         let mut out = *self;
         for op in FileOp::ALL {
-            *out.slot(op) -= earlier.get(op);
+            if let Some(n) = out.slot(op) {
+                *n -= earlier.get(op);
+            }
         }
         out
+    }
+}
+
+/// Counts and times of the operations of [`FileOp::MORE`], which only
+/// other producers issue (index: the position in [`FileOp::MORE`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MoreOps {
+    /// Events per operation.
+    pub events: [u64; 6],
+    /// Nanoseconds per operation.
+    pub time_ns: [u64; 6],
+}
+
+impl MoreOps {
+    fn merge(&mut self, o: &MoreOps) {
+        for i in 0..6 {
+            self.events[i] += o.events[i];
+            self.time_ns[i] += o.time_ns[i];
+        }
+    }
+
+    fn minus(&self, e: &MoreOps) -> MoreOps {
+        let mut out = *self;
+        for i in 0..6 {
+            out.events[i] -= e.events[i];
+            out.time_ns[i] -= e.time_ns[i];
+        }
+        out
+    }
+}
+
+/// The `events` or `time_ns` map of a summary: the five keys of
+/// [`FileOp::ALL`], then those of [`FileOp::MORE`] that are non-zero, then
+/// `total` over all of them.
+struct OpsMap<'a> {
+    base: &'a PerOp,
+    more: &'a [u64; 6],
+}
+
+impl Serialize for OpsMap<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for op in FileOp::ALL {
+            m.serialize_entry(op.name(), &self.base.get(op))?;
+        }
+        for (op, n) in FileOp::MORE.iter().zip(self.more) {
+            if *n != 0 {
+                m.serialize_entry(op.name(), n)?;
+            }
+        }
+        m.serialize_entry("total", &(self.base.total() + self.more.iter().sum::<u64>()))?;
+        m.end()
     }
 }
 
@@ -290,8 +418,9 @@ impl Serialize for PerOp {
 /// bytes `read(2)` returned and the logical reads the buffer served.
 ///
 /// Plain integers: updating them costs an add, no lock and no allocation.
-/// Serializes to the `--io-summary=json` form.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// Serializes to the `--io-summary=json` form (the operations of
+/// [`FileOp::MORE`] only when non-zero).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IoStats {
     /// The buffer size in bytes (0 = unbuffered).
     pub buffer_size: u64,
@@ -305,19 +434,30 @@ pub struct IoStats {
     pub time_ns: PerOp,
     /// Bytes `read(2)` returned beyond the file's size at open (the file
     /// grew while it was read); they were not used.
-    #[serde(skip_serializing_if = "is_zero")]
     pub beyond_end: u64,
     /// Blobs read completely, by type (counted by the blob reader).
-    #[serde(skip)]
     pub blobs: PerBlobType,
     /// The distributions of the events, when the handle is observed
     /// (metrics on); `None` costs the hot path one branch.
-    #[serde(skip)]
     pub histograms: Option<Box<EventHistograms>>,
+    /// Events of the operations of [`FileOp::MORE`] (other producers only).
+    pub more: MoreOps,
 }
 
-fn is_zero(v: &u64) -> bool {
-    *v == 0
+impl Serialize for IoStats {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("buffer_size", &self.buffer_size)?;
+        m.serialize_entry("events", &OpsMap { base: &self.events, more: &self.more.events })?;
+        m.serialize_entry("bytes_read", &self.bytes_read)?;
+        m.serialize_entry("logical_reads", &self.logical_reads)?;
+        m.serialize_entry("time_ns", &OpsMap { base: &self.time_ns, more: &self.more.time_ns })?;
+        if self.beyond_end != 0 {
+            m.serialize_entry("beyond_end", &self.beyond_end)?;
+        }
+        m.end()
+    }
 }
 
 impl IoStats {
@@ -335,10 +475,45 @@ impl IoStats {
     #[inline]
     pub fn record(&mut self, op: FileOp, took: Duration) {
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        self.events.add(op, 1);
-        self.time_ns.add(op, ns);
+        self.add_counts(op, 1, ns);
         if let Some(h) = &mut self.histograms {
             h.durations[op.index()].record(&DURATION_BOUNDS_NS, ns);
+        }
+    }
+
+    /// Events of one operation, whatever it is.
+    pub fn count(&self, op: FileOp) -> u64 {
+        op.more_index().map_or_else(|| self.events.get(op), |i| self.more.events[i])
+    }
+
+    /// Nanoseconds of one operation, whatever it is.
+    pub fn time(&self, op: FileOp) -> u64 {
+        op.more_index().map_or_else(|| self.time_ns.get(op), |i| self.more.time_ns[i])
+    }
+
+    /// Events over every operation (the summary's `total`).
+    pub fn total_events(&self) -> u64 {
+        self.events.total() + self.more.events.iter().sum::<u64>()
+    }
+
+    /// Nanoseconds over every operation.
+    pub fn total_time(&self) -> u64 {
+        self.time_ns.total() + self.more.time_ns.iter().sum::<u64>()
+    }
+
+    /// Count `n` calls of `op` that took `ns` together, without
+    /// histograms (a producer that buckets them itself adds those).
+    #[inline]
+    pub fn add_counts(&mut self, op: FileOp, n: u64, ns: u64) {
+        match op.more_index() {
+            None => {
+                self.events.add(op, n);
+                self.time_ns.add(op, ns);
+            }
+            Some(i) => {
+                self.more.events[i] += n;
+                self.more.time_ns[i] += ns;
+            }
         }
     }
 
@@ -374,6 +549,7 @@ impl IoStats {
         self.bytes_read += other.bytes_read;
         self.logical_reads += other.logical_reads;
         self.beyond_end += other.beyond_end;
+        self.more.merge(&other.more);
         self.blobs.merge(&other.blobs);
         if let (Some(a), Some(b)) = (&mut self.histograms, &other.histograms) {
             a.merge(b);
@@ -390,6 +566,7 @@ impl IoStats {
             time_ns: self.time_ns.minus(&earlier.time_ns),
             beyond_end: self.beyond_end - earlier.beyond_end,
             blobs: self.blobs.minus(&earlier.blobs),
+            more: self.more.minus(&earlier.more),
             histograms: match (&self.histograms, &earlier.histograms) {
                 (Some(a), Some(b)) => Some(Box::new(a.minus(b))),
                 (a, _) => a.clone(),

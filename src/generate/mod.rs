@@ -35,23 +35,31 @@
 //! `--list-sigs` (key-id lookups only, with a not-found cache) with the
 //! number of distinct signers, in the keybox or not.
 
+mod blobs;
 pub mod cache;
+mod config;
+mod keyring;
+mod layout;
 
-pub mod names;
+mod names;
 pub mod openpgp;
-pub mod pki;
+mod pki;
 pub mod signer;
+mod summary;
 pub mod x509;
 
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use sha1::{Digest, Sha1};
 
-use crate::kbx::encode::{encode_header, encode_key_blob, HeaderSpec, KeyBlobSpec, UidSource};
-use crate::kbx::BlobType;
-use openpgp::{make_key, BuiltKey, KeySpec};
-use pki::{Expected, PkiPlan, Role, KEYID_ONLY_SHARE};
+use crate::kbx::encode::{encode_header, HeaderSpec};
+pub use blobs::cert_blob;
+use blobs::key_blob;
+pub use config::{GenConfig, Preset};
+use keyring::{add_photos, make_keys};
+use layout::{lay_out, Entry};
+use pki::{PkiPlan, KEYID_ONLY_SHARE};
+pub use summary::Summary;
+use summary::{summarize, trustlist};
 use x509::IssuedCert;
 
 /// Bumped whenever the same options would give different bytes; part of
@@ -75,52 +83,6 @@ const PHOTO_SHARE: f64 = 0.4;
 /// Bytes a photo adds besides its JPEG (packet headers, self-signature, trust packets).
 const PHOTO_OVERHEAD: u64 = 200;
 
-/// A named set of options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preset {
-    /// The seed's keybox: 1294 OpenPGP + 803 X.509, about 42 MiB.
-    Seed,
-    /// About 1/8 of the seed.
-    Small,
-    /// A few dozen blobs, for tests.
-    Tiny,
-}
-
-impl Preset {
-    /// The preset's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Seed => "seed",
-            Self::Small => "small",
-            Self::Tiny => "tiny",
-        }
-    }
-
-    /// The options the preset stands for.
-    pub fn config(self) -> GenConfig {
-        let (openpgp, x509, target_size) = match self {
-            Self::Seed => (1294, 803, 42 * 1024 * 1024),
-            Self::Small => (162, 100, 42 * 1024 * 1024 / 8),
-            Self::Tiny => (20, 16, 192 * 1024),
-        };
-        GenConfig { openpgp, x509, target_size, seed: 1 }
-    }
-}
-
-/// What to generate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GenConfig {
-    /// Number of OpenPGP keys.
-    pub openpgp: usize,
-    /// Number of X.509 certificates written (roots, intermediates, end entities).
-    pub x509: usize,
-    /// The file size to aim at, in bytes; photo ids make up the difference.
-    /// If the keys alone are larger, the file is larger.
-    pub target_size: u64,
-    /// Seed of the random stream.
-    pub seed: u64,
-}
-
 /// A generated keybox.
 #[derive(Debug, Clone)]
 pub struct Generated {
@@ -130,35 +92,6 @@ pub struct Generated {
     pub trustlist: String,
     /// What is in it.
     pub summary: Summary,
-}
-
-/// Counts of what was generated.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Summary {
-    /// Blobs, header included.
-    pub blobs: usize,
-    /// OpenPGP keys.
-    pub openpgp: usize,
-    /// X.509 certificates written.
-    pub x509: usize,
-    /// Root CAs (all trusted).
-    pub roots: usize,
-    /// Intermediate CAs.
-    pub intermediates: usize,
-    /// End entities.
-    pub leaves: usize,
-    /// SHA-1 fingerprints (hex) of certificates whose issuer is missing.
-    pub missing_issuer: Vec<String>,
-    /// SHA-1 fingerprints (hex) of expired certificates.
-    pub expired: Vec<String>,
-    /// Third-party certifications on OpenPGP user ids.
-    pub certifications: usize,
-    /// Of those, the ones made by keys that are not in the keybox.
-    pub outside_certifications: usize,
-    /// Photo ids.
-    pub photos: usize,
-    /// File size in bytes.
-    pub size: u64,
 }
 
 /// Errors while generating.
@@ -174,13 +107,6 @@ pub enum GenError {
 
 /// Progress: a step name, units done and units in the step.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
-
-/// One entry of the file, in import order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Entry {
-    Cert(usize),
-    Key(usize),
-}
 
 /// Generate a keybox.
 ///
@@ -231,232 +157,6 @@ fn issue_all(plan: &PkiPlan, rng: &mut ChaCha20Rng, progress: Progress<'_>) -> R
         certs.push(cert);
     }
     Ok(certs)
-}
-
-/// Numbers of certifications made.
-#[derive(Debug, Clone, Copy, Default)]
-struct Certifications {
-    total: usize,
-    outside: usize,
-}
-
-/// Keys, and the certifications made. The keys from outside the keybox
-/// come from a second stream of `seed`, so that the main stream, and with
-/// it everything else in the file, is the same as without them.
-fn make_keys(
-    n: usize,
-    seed: u64,
-    rng: &mut ChaCha20Rng,
-    progress: Progress<'_>,
-) -> Result<(Vec<BuiltKey>, Certifications), GenError> {
-    let mut keys = Vec::with_capacity(n);
-    for i in 0..n {
-        progress("making OpenPGP keys", i, n);
-        let uids = match rng.gen_range(0..100) {
-            0..=59 => 1,
-            60..=84 => 2,
-            85..=94 => 3,
-            _ => 4,
-        };
-        keys.push(make_key(&key_spec(rng, i, uids), rng)?);
-    }
-    // Heavy-tailed certification counts: most keys few, a few hundreds.
-    let pool = n.min(SIGNER_POOL);
-    let mut outside_rng = ChaCha20Rng::seed_from_u64(seed);
-    outside_rng.set_stream(1);
-    let mut outside = Vec::with_capacity(pool);
-    for j in 0..pool {
-        progress("making keys from outside the keybox", j, pool);
-        outside.push(make_key(&key_spec(&mut outside_rng, n + j, 1), &mut outside_rng)?);
-    }
-    let mut made = Certifications::default();
-    let mut signers: Vec<usize> = (0..pool).collect();
-    for i in 0..n {
-        progress("certifying user ids", i, n);
-        let u: f64 = rng.gen_range(1e-4..1.0);
-        let wanted = ((u.powf(-1.0 / 1.16) - 1.0) * 6.0) as usize;
-        let count = wanted.min(pool.saturating_sub(1));
-        signers.shuffle(rng);
-        for &s in signers.iter().filter(|&&s| s != i).take(count) {
-            let stranger = outside_rng.gen_bool(OUTSIDE_SHARE).then(|| outside_rng.gen_range(0..pool));
-            let signer_created = stranger.map_or(keys[s].created(), |o| outside[o].created());
-            let when = keys[i].created().max(signer_created) + rng.gen_range(86_400..86_400 * 365);
-            let uid = if rng.gen_bool(0.6) { 0 } else { rng.gen_range(0..keys[i].user_count()) };
-            let (signee, signer) = pair_mut(&mut keys, i, s);
-            let signer = stranger.map_or(signer, |o| &outside[o]);
-            signee.certify(uid, &signer.primary, when.min(NEWEST))?;
-            made.total += 1;
-            made.outside += usize::from(stranger.is_some());
-        }
-    }
-    Ok((keys, made))
-}
-
-/// A key's creation time, algorithm and `uids` user ids (the `serial`-th person).
-fn key_spec(rng: &mut ChaCha20Rng, serial: usize, uids: usize) -> KeySpec {
-    KeySpec {
-        created: rng.gen_range(OLDEST_KEY..NEWEST - 86_400 * 400),
-        rsa: rng.gen_bool(0.08).then(|| rng.gen_range(0..4)),
-        user_ids: names::user_ids(rng, serial, uids),
-    }
-}
-
-/// A mutable and a shared reference to two different keys.
-fn pair_mut(keys: &mut [BuiltKey], a: usize, b: usize) -> (&mut BuiltKey, &BuiltKey) {
-    if a < b {
-        let (lo, hi) = keys.split_at_mut(b);
-        (&mut lo[a], &hi[0])
-    } else {
-        let (lo, hi) = keys.split_at_mut(a);
-        (&mut hi[0], &lo[b])
-    }
-}
-
-/// Give a share of the keys photo ids that together fill `budget` bytes.
-fn add_photos(
-    keys: &mut [BuiltKey],
-    budget: u64,
-    rng: &mut ChaCha20Rng,
-    progress: Progress<'_>,
-) -> Result<usize, GenError> {
-    let chosen: Vec<usize> = (0..keys.len()).filter(|_| rng.gen_bool(PHOTO_SHARE)).collect();
-    let weights: Vec<f64> = chosen.iter().map(|_| (rng.gen_range(-1.2f64..1.2)).exp()).collect();
-    let count = chosen.len().min((budget / (2048 + PHOTO_OVERHEAD)) as usize);
-    if count == 0 {
-        return Ok(0);
-    }
-    let jpeg_budget = budget - count as u64 * PHOTO_OVERHEAD;
-    let sum: f64 = weights[..count].iter().sum();
-    for (n, (&k, w)) in chosen.iter().zip(&weights).take(count).enumerate() {
-        progress("adding photo ids", n, count);
-        let len = ((jpeg_budget as f64 * w / sum) as usize).clamp(2048, 3 * 1024 * 1024);
-        keys[k].add_photo(len, rng)?;
-    }
-    Ok(count)
-}
-
-/// Import order and import times: bursts of keys and of certificates; a
-/// certificate's issuers (if not yet there) just before it.
-fn lay_out(plan: &PkiPlan, keys: usize, rng: &mut ChaCha20Rng) -> Vec<(Entry, u32)> {
-    let mut leaves: Vec<usize> =
-        (0..plan.certs.len()).filter(|&i| plan.certs[i].emitted && plan.certs[i].role == Role::Leaf).collect();
-    leaves.shuffle(rng);
-    let mut cas: Vec<usize> =
-        (0..plan.certs.len()).filter(|&i| plan.certs[i].emitted && plan.certs[i].role != Role::Leaf).collect();
-    let mut placed = vec![false; plan.certs.len()];
-    let (mut next_leaf, mut next_key) = (0, 0);
-    let mut out = Vec::with_capacity(plan.certs.len() + keys);
-    let mut when = FIRST_IMPORT;
-    while next_leaf < leaves.len() || next_key < keys {
-        when += rng.gen_range(3_600..86_400 * 5);
-        let left_certs = leaves.len() - next_leaf;
-        let left_keys = keys - next_key;
-        let certs_now = rng.gen_range(0..left_certs + left_keys) < left_certs;
-        let burst = rng.gen_range(1..=if certs_now { 12 } else { 20 });
-        for _ in 0..burst {
-            when += rng.gen_range(0..60);
-            if certs_now && next_leaf < leaves.len() {
-                let leaf = leaves[next_leaf];
-                next_leaf += 1;
-                let mut chain = Vec::new();
-                let mut up = plan.certs[leaf].parent;
-                while let Some(p) = up {
-                    if plan.certs[p].emitted && !placed[p] {
-                        chain.push(p);
-                    }
-                    up = plan.certs[p].parent;
-                }
-                for &ca in chain.iter().rev() {
-                    placed[ca] = true;
-                    out.push((Entry::Cert(ca), when));
-                }
-                out.push((Entry::Cert(leaf), when));
-            } else if !certs_now && next_key < keys {
-                out.push((Entry::Key(next_key), when));
-                next_key += 1;
-            }
-        }
-    }
-    cas.retain(|&c| !placed[c]);
-    out.extend(cas.into_iter().map(|c| (Entry::Cert(c), when)));
-    out
-}
-
-/// The X.509 blob of a certificate, imported at `when`.
-pub fn cert_blob(c: &IssuedCert, when: u32) -> Vec<u8> {
-    let mut uids =
-        vec![UidSource::Stored(c.issuer_dn.clone().into_bytes()), UidSource::Stored(c.subject_dn.clone().into_bytes())];
-    uids.extend(c.mails.iter().map(|m| UidSource::Stored(format!("<{m}>").into_bytes())));
-    encode_key_blob(&KeyBlobSpec {
-        blob_type: BlobType::X509,
-        ephemeral: false,
-        fingerprints: vec![Sha1::digest(&c.der).to_vec()],
-        serial: c.serial.clone(),
-        uids,
-        sig_count: 1,
-        validity: 0,
-        created_at: when,
-        data: c.der.clone(),
-    })
-}
-
-fn key_blob(k: &BuiltKey, when: u32) -> Result<Vec<u8>, GenError> {
-    let (block, fingerprints) = k.keyblock()?;
-    Ok(encode_key_blob(&KeyBlobSpec {
-        blob_type: BlobType::OpenPgp,
-        ephemeral: false,
-        fingerprints,
-        serial: Vec::new(),
-        uids: block.user_ids.iter().map(|&(offset, length)| UidSource::InData { offset, length }).collect(),
-        sig_count: block.signatures,
-        validity: 0,
-        created_at: when,
-        data: block.bytes,
-    }))
-}
-
-fn fpr_hex(der: &[u8]) -> String {
-    crate::kbx::dump::hex_upper(&Sha1::digest(der))
-}
-
-fn trustlist(plan: &PkiPlan, certs: &[IssuedCert]) -> String {
-    let mut s = String::from("# Root CAs of a keybox made by kbxscope gen (SHA-1 fingerprint, S = S/MIME)\n");
-    for (p, c) in plan.certs.iter().zip(certs) {
-        if p.emitted && p.role == Role::Root {
-            let hex = fpr_hex(&c.der);
-            let colons: Vec<&str> = (0..hex.len()).step_by(2).map(|i| &hex[i..i + 2]).collect();
-            s.push_str(&format!("{} S\n", colons.join(":")));
-        }
-    }
-    s
-}
-
-fn summarize(
-    plan: &PkiPlan,
-    certs: &[IssuedCert],
-    keys: usize,
-    blobs: usize,
-    certifications: Certifications,
-    photos: usize,
-    size: usize,
-) -> Summary {
-    let emitted = || plan.certs.iter().zip(certs).filter(|(p, _)| p.emitted);
-    let role = |r: Role| emitted().filter(|(p, _)| p.role == r).count();
-    let expected = |e: Expected| emitted().filter(|(p, _)| p.expected == e).map(|(_, c)| fpr_hex(&c.der)).collect();
-    Summary {
-        blobs,
-        openpgp: keys,
-        x509: plan.emitted(),
-        roots: role(Role::Root),
-        intermediates: role(Role::Intermediate),
-        leaves: role(Role::Leaf),
-        missing_issuer: expected(Expected::MissingIssuer),
-        expired: expected(Expected::Expired),
-        certifications: certifications.total,
-        outside_certifications: certifications.outside,
-        photos,
-        size: size as u64,
-    }
 }
 
 #[cfg(test)]

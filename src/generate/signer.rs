@@ -6,7 +6,7 @@
 //! RustCrypto: ECDSA with RFC 6979 deterministic nonces, RSA with PKCS#1
 //! v1.5 (deterministic by construction). RSA key generation is slow, so
 //! RSA keys are taken from a few synthetic PKCS#8 keys shipped in
-//! `src/gen/keys/` (made with `openssl genpkey`, used for nothing else).
+//! `src/generate/keys/` (made with `openssl genpkey`, used for nothing else).
 
 use p256::ecdsa::signature::Signer;
 use rand::{CryptoRng, RngCore};

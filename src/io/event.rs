@@ -28,6 +28,13 @@ fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Spa
         FileOp::Seek => span!("seek"),
         FileOp::Close => span!("close"),
         FileOp::Stat => span!("stat"),
+        // Only recorded programs issue these; kbxscope's own I/O never does.
+        FileOp::Write => span!("write"),
+        FileOp::Mmap => span!("mmap"),
+        FileOp::Dup => span!("dup"),
+        FileOp::Access => span!("access"),
+        FileOp::Truncate => span!("truncate"),
+        FileOp::Sync => span!("sync"),
     }
 }
 

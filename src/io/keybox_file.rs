@@ -10,207 +10,19 @@
 //! Dropping the handle closes the file (one `close(2)`) and adds the
 //! handle's counters to its [`IoTally`].
 
-use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::ops::{Deref, DerefMut};
 use std::os::fd::IntoRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
-use std::sync::Arc;
 
-use serde::Serialize;
-
-use super::buffer_size::BufferSize;
 use super::buffered::BufferedReader;
+use super::change::FileIdentity;
 use super::event::{timed, tracing_events};
-use crate::events::{observer, IoObserver, Reporter};
+use super::tally::IoTally;
+use crate::events::Reporter;
 use crate::events::{FileOp, IoStats};
-
-/// The running total of the file events of every handle opened with it.
-///
-/// Cloning gives another reference to the same total. Handles add their
-/// counters when they close, so the per-event cost stays in the handle.
-/// Closed handles leave their buffers here for the next handle: a lookup
-/// that opens thousands of handles allocates as many buffers as it ever
-/// had open at once, not one per open.
-#[derive(Clone)]
-pub struct IoTally {
-    buffer_size: BufferSize,
-    shared: Rc<RefCell<Shared>>,
-    /// The process-wide observer when [`IoTally::new`] ran (telemetry on):
-    /// without one the hot path does no metrics work at all.
-    observer: Option<Arc<dyn IoObserver>>,
-    watch: Rc<RefCell<Watch>>,
-}
-
-impl std::fmt::Debug for IoTally {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IoTally")
-            .field("buffer_size", &self.buffer_size)
-            .field("total", &self.shared.borrow().total)
-            .field("observed", &self.observer.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-#[derive(Debug)]
-struct Shared {
-    total: IoStats,
-}
-
-/// What identifies the file a handle opened: device, inode, size and
-/// modification time, from the `fstat` every open makes anyway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileIdentity {
-    /// Device.
-    pub dev: u64,
-    /// Inode: a new file renamed into place has another one.
-    pub ino: u64,
-    /// Size in bytes.
-    pub len: u64,
-    /// Modification time, nanoseconds since the epoch.
-    pub mtime_ns: i128,
-}
-
-impl FileIdentity {
-    fn of(m: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        Self {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-        }
-    }
-}
-
-/// How the keybox changed while kbxscope read it. Serializes with a
-/// `kind` field and the numbers, for machine-readable reports; the
-/// command line words it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum KeyboxChange {
-    /// Another file was renamed into place (new device or inode).
-    Replaced {
-        /// Size of the first file seen, in bytes.
-        old_len: u64,
-        /// Size of the new file, in bytes.
-        new_len: u64,
-    },
-    /// The same file has another size.
-    Resized {
-        /// Size at the first open, in bytes.
-        old_len: u64,
-        /// Size at a later open, in bytes.
-        new_len: u64,
-    },
-    /// The same file, same size, with a new modification time.
-    ModifiedInPlace,
-    /// Bytes were appended while a handle read it; they were not used.
-    Grew {
-        /// Bytes `read(2)` returned past the file's size at open.
-        unused_bytes: u64,
-    },
-}
-
-/// The file the first handle saw, and every change later handles found.
-#[derive(Debug, Default)]
-struct Watch {
-    first: Option<FileIdentity>,
-    seen: Vec<FileIdentity>,
-    changes: Vec<KeyboxChange>,
-}
-
-impl Watch {
-    fn observe(&mut self, id: FileIdentity) {
-        let Some(first) = self.first else {
-            self.first = Some(id);
-            return;
-        };
-        if id == first || self.seen.contains(&id) {
-            return;
-        }
-        self.seen.push(id);
-        self.changes.push(if (id.dev, id.ino) != (first.dev, first.ino) {
-            KeyboxChange::Replaced { old_len: first.len, new_len: id.len }
-        } else if id.len != first.len {
-            KeyboxChange::Resized { old_len: first.len, new_len: id.len }
-        } else {
-            KeyboxChange::ModifiedInPlace
-        });
-    }
-}
-
-impl IoTally {
-    /// A zeroed tally for handles with buffers of `buffer_size`. Its handles
-    /// report to the process-wide observer set now, if any
-    /// ([`crate::events::set_observer`]).
-    pub fn new(buffer_size: BufferSize) -> Self {
-        Self::with_observer(buffer_size, observer())
-    }
-
-    /// A zeroed tally whose handles report to `observer` (or to nobody).
-    pub fn with_observer(buffer_size: BufferSize, observer: Option<Arc<dyn IoObserver>>) -> Self {
-        let total = IoStats::new(buffer_size.bytes() as u64);
-        Self { buffer_size, shared: Rc::new(RefCell::new(Shared { total })), observer, watch: Rc::default() }
-    }
-
-    /// A zeroed tally for another buffer size that compares the files its
-    /// handles open with the same first file as this one (a sweep's sizes).
-    pub fn sibling(&self, buffer_size: BufferSize) -> Self {
-        Self { watch: self.watch.clone(), ..Self::with_observer(buffer_size, self.observer.clone()) }
-    }
-
-    /// How the keybox changed while it was read: another file renamed into
-    /// place, a new size or modification time seen by a later open (each
-    /// once, in the order found), then bytes appended while a handle was
-    /// reading. Empty when every handle saw the same file.
-    pub fn changes(&self) -> Vec<KeyboxChange> {
-        let mut out = self.watch.borrow().changes.clone();
-        let beyond = self.shared.borrow().total.beyond_end;
-        if beyond > 0 {
-            out.push(KeyboxChange::Grew { unused_bytes: beyond });
-        }
-        out
-    }
-
-    /// The buffer size of the handles this tally opens.
-    pub fn buffer_size(&self) -> BufferSize {
-        self.buffer_size
-    }
-
-    /// The counters of every handle closed so far.
-    pub fn snapshot(&self) -> IoStats {
-        self.shared.borrow().total.clone()
-    }
-
-    /// Counters for a new handle: with histograms when it is observed.
-    fn fresh_stats(&self) -> IoStats {
-        let size = self.buffer_size.bytes() as u64;
-        if self.observer.is_some() {
-            IoStats::with_histograms(size)
-        } else {
-            IoStats::new(size)
-        }
-    }
-
-    /// A new buffer for a new handle. (Handing closed handles' buffers on
-    /// was tried: at 512 KiB it made every read(2) into a reused buffer
-    /// about four times dearer in system time, so each handle gets its own.)
-    fn new_buffer(&self) -> Box<[u8]> {
-        vec![0u8; self.buffer_size.bytes()].into_boxed_slice()
-    }
-
-    /// A handle closed: add its counters, report the rest of them.
-    fn settle(&self, stats: &IoStats, reporter: Option<Reporter>) {
-        if let Some(mut r) = reporter {
-            r.report(stats);
-        }
-        self.shared.borrow_mut().total.merge(stats);
-    }
-}
 
 /// Why a keybox could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -365,6 +177,7 @@ impl Drop for KeyboxFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::{BufferSize, KeyboxChange};
 
     fn read_all(f: &mut KeyboxFile) -> Vec<u8> {
         let mut out = Vec::new();

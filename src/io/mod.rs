@@ -16,15 +16,19 @@
 //!   implements it; `io` never imports telemetry);
 //! * [`read_blob`]: GnuPG's blob-at-a-time read pattern on top.
 
-pub mod blob_reader;
-pub mod buffer_size;
-pub mod buffered;
+mod blob_reader;
+mod buffer_size;
+mod buffered;
+mod change;
 mod event;
-pub mod keybox_file;
-pub mod source;
+mod keybox_file;
+mod source;
+mod tally;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
-pub use keybox_file::{IoTally, KeyboxChange, KeyboxFile, OpenError};
+pub use change::{FileIdentity, KeyboxChange};
+pub use keybox_file::{KeyboxFile, OpenError};
 pub use source::{MemoryOpener, Opener, PathOpener};
+pub use tally::IoTally;

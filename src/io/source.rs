@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::buffer_size::BufferSize;
 use super::buffered::BufferedReader;
-use super::keybox_file::{IoTally, KeyboxFile, OpenError};
+use super::keybox_file::{KeyboxFile, OpenError};
+use super::tally::IoTally;
 
 /// Makes new read handles on one keybox.
 pub trait Opener {

@@ -2,8 +2,8 @@
 //! `--lookup`, the handle every strategy searches on, and the one error.
 //!
 //! A lookup finds what a check needs in the keybox: an issuer for an
-//! X.509 chain ([`crate::x509::lookup`]), a signer for an OpenPGP
-//! signature ([`crate::openpgp::lookup`]). Each protocol has one trait,
+//! X.509 chain ([`crate::x509::IssuerLookup`]), a signer for an OpenPGP
+//! signature ([`crate::openpgp::SignerLookup`]). Each protocol has one trait,
 //! implemented once per [`Strategy`] and named alike (`Gnupg`, `Scan`,
 //! `Index`). A further program's access pattern (keyboxd's, say) is one
 //! more implementation of each trait and one more variant here.

@@ -6,9 +6,11 @@
 //! filtered out of the packet stream before the key is assembled.
 //!
 //! Keys, key ids, creation times and algorithm names always come from a
-//! plain walk over the packets ([`super::packets`]), so a key the
-//! `pgp` crate cannot decode (secp256k1, brainpool, Ed448, v5, …) is still
-//! listed with everything gpg shows, marked [`OpenPgpKey::undecoded`].
+//! plain walk over the packets (`packets`), so a key the `pgp` crate
+//! cannot decode (secp256k1, brainpool, Ed448, v5, …) is still listed with
+//! everything gpg shows, and plainly, as gpg lists it; only a key with an
+//! algorithm neither gpg nor kbxscope names is marked
+//! [`OpenPgpKey::undecoded`].
 
 use pgp::composed::{Deserializable, SignedPublicKey};
 use pgp::packet::{Packet, PacketParser, Signature};
@@ -41,8 +43,8 @@ pub struct OpenPgpKey {
     pub user_attributes: usize,
     /// Subkeys in keyblock order.
     pub subkeys: Vec<OpenPgpSubkey>,
-    /// Set when the `pgp` crate could not decode the keyblock: what is
-    /// listed comes from the packet headers alone (no signature checked).
+    /// Set when a key of the keyblock has an algorithm neither gpg nor
+    /// kbxscope names: what is listed comes from the packet headers alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecoded: Option<String>,
 }
@@ -87,6 +89,7 @@ pub fn describe(image: &[u8]) -> Result<OpenPgpKey, KeyblockError> {
 
 /// A listing from the packet walk alone.
 fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
+    let unknown = raw.keys.iter().any(|k| k.algorithm.starts_with("unknown_"));
     let mut keys = raw.keys.into_iter();
     let primary = keys.next().expect("walk() returns a primary key");
     OpenPgpKey {
@@ -107,7 +110,7 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
                 usage: k.usage,
             })
             .collect(),
-        undecoded: Some("the OpenPGP decoder does not support this key; shown from its packet headers".into()),
+        undecoded: unknown.then(|| "an algorithm of this key is unknown; shown from its packet headers".into()),
     }
 }
 

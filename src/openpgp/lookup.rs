@@ -77,7 +77,7 @@ use crate::kbx::blob::{head_is_ephemeral, key_table_fingerprints};
 use crate::kbx::search::{derived_key_id, fingerprint_key_id};
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
-pub use cache::CACHE_SIZE;
+
 use cache::{PkCache, UidCache};
 
 mod cache;

@@ -4,22 +4,22 @@
 //! * [`describe`](describe()): a keyblock's listing fields (`list`), from
 //!   the `pgp` crate where it decodes the key, else from the packets
 //!   (`packets`);
-//! * [`keyblock`]: a keyblock split into components and signatures, the
+//! * `keyblock`: a keyblock split into components and signatures, the
 //!   primary user id picked as gpg does (no I/O);
 //! * `raw`: key and signature packets read from their bytes, and the
 //!   digest gpg computes where the `pgp` crate cannot (v5);
 //! * `verify`: one signature checked with the signer's key (the
 //!   arithmetic is [`crate::crypto`]'s or the `pgp` crate's);
-//! * [`lookup`]: the signer lookups, one per [`crate::lookup::Strategy`]
-//!   (gpg's own pattern documented there);
+//! * `lookup`: the signer lookups ([`SignerLookup`]), one per
+//!   [`crate::lookup::Strategy`] (gpg's own pattern documented there);
 //! * [`check_keyblock`]: one keyblock's signatures listed or checked.
 //!
 //! Uses `crypto`, `lookup`, `io`, `telemetry` and the format crate; never
 //! `x509`.
 
 mod describe;
-pub mod keyblock;
-pub mod lookup;
+mod keyblock;
+pub(crate) mod lookup;
 mod packets;
 mod raw;
 mod sigs;
@@ -28,5 +28,5 @@ mod verify;
 pub use describe::{describe, KeyblockError, OpenPgpKey, OpenPgpSubkey};
 pub use lookup::{Signer, SignerLookup};
 pub use packets::WalkError;
-pub use raw::{KeyPacket, SigPacket};
+pub use raw::{KeyPacket, SigPacket, SigPacketError};
 pub use sigs::{check_keyblock, Mode, SigCounts, SigGroup, SigLine, SigStatus};

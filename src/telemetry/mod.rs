@@ -21,7 +21,12 @@
 //!
 //! Every family has base units in its name, `_total` on counters, and a
 //! description. No label carries a path or another unbounded value: `op`,
-//! `buffer_size` (bytes), `type`, `lookup`, `result`, `command`, `version`.
+//! `buffer_size` (bytes), `type`, `lookup`, `result`, `command`, `version`,
+//! and, for the calls of programs `kbxscope record` ran, `program` (the
+//! executable's name, never a pid; `buffer_size` is `0` there: the
+//! program's buffer is not known). Their series appear only when a program
+//! was recorded, with the operations it issued beyond kbxscope's five
+//! (`write`, `mmap`, …) when non-zero.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -31,7 +36,7 @@ use std::time::Duration;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, histogram, Unit};
 
 use crate::events::{Buckets, DURATION_BOUNDS_NS, SIZE_BOUNDS};
-use crate::events::{FileOp, IoObserver, IoStats, PerBlobType};
+use crate::events::{FileOp, IoObserver, IoStats, Origin, PerBlobType};
 
 /// System calls on keybox files, by `op` and `buffer_size`.
 pub const FILE_EVENTS: &str = "kbx_file_events_total";
@@ -89,6 +94,8 @@ pub fn run_ended(success: bool) {
 #[derive(Debug, Default)]
 pub struct IoMetrics {
     by_size: Mutex<BTreeMap<u64, IoStats>>,
+    /// Recorded programs' calls, by program name.
+    by_program: Mutex<BTreeMap<String, IoStats>>,
 }
 
 impl IoObserver for IoMetrics {
@@ -107,6 +114,23 @@ impl IoObserver for IoMetrics {
             })
             .merge(delta);
     }
+
+    fn observe_recorded(&self, origin: &Origin<'_>, delta: &IoStats) {
+        let mut by_program = self.by_program.lock().unwrap_or_else(PoisonError::into_inner);
+        by_program.entry(origin.program.to_string()).or_insert_with(|| IoStats::with_histograms(0)).merge(delta);
+    }
+}
+
+/// A label value with backslashes, quotes and newlines escaped (program
+/// names are file names, which may hold anything).
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// The operations a recorded program's series show: kbxscope's five, and
+/// the others it issued.
+fn recorded_ops(s: &IoStats) -> impl Iterator<Item = FileOp> + '_ {
+    FileOp::EVERY.into_iter().filter(move |op| FileOp::ALL.contains(op) || s.count(*op) > 0)
 }
 
 /// `le` label values: the bounds in the family's base unit.
@@ -141,11 +165,21 @@ impl IoMetrics {
         self.by_size.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// A copy of the recorded programs' totals, by program name.
+    pub fn recorded(&self) -> BTreeMap<String, IoStats> {
+        self.by_program.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// The families in the Prometheus text format (0.0.4), from one
     /// consistent snapshot. Only buffer sizes some handle used appear;
     /// blob types always do (zero until counted).
     pub fn render(&self) -> String {
         let by_size = self.snapshot();
+        let recorded: Vec<(String, IoStats)> = self
+            .recorded()
+            .into_iter()
+            .map(|(p, s)| (format!("buffer_size=\"0\",program=\"{}\"", label_value(&p)), s))
+            .collect();
         let mut out = String::new();
         header(
             &mut out,
@@ -159,6 +193,11 @@ impl IoMetrics {
                     writeln!(out, "{FILE_EVENTS}{{op=\"{}\",buffer_size=\"{size}\"}} {}", op.name(), s.events.get(op));
             }
         }
+        for (labels, s) in &recorded {
+            for op in recorded_ops(s) {
+                let _ = writeln!(out, "{FILE_EVENTS}{{op=\"{}\",{labels}}} {}", op.name(), s.count(op));
+            }
+        }
         header(&mut out, FILE_EVENT_DURATION, "histogram", "Time spent in each system call on a keybox file.");
         let les = le_labels(&DURATION_BOUNDS_NS, 1e9);
         for (size, s) in &by_size {
@@ -169,9 +208,20 @@ impl IoMetrics {
                 write_histogram(&mut out, FILE_EVENT_DURATION, &labels, &les, &h.durations[op.index()], sum);
             }
         }
+        for (labels, s) in &recorded {
+            let h = s.histograms.as_deref().cloned().unwrap_or_default();
+            for op in recorded_ops(s) {
+                let labels = format!("op=\"{}\",{labels}", op.name());
+                let sum = s.time(op) as f64 / 1e9;
+                write_histogram(&mut out, FILE_EVENT_DURATION, &labels, &les, &h.durations[op.index()], sum);
+            }
+        }
         header(&mut out, FILE_READ_BYTES, "counter", "Bytes returned by read(2) on keybox files.");
         for (size, s) in &by_size {
             let _ = writeln!(out, "{FILE_READ_BYTES}{{buffer_size=\"{size}\"}} {}", s.bytes_read);
+        }
+        for (labels, s) in &recorded {
+            let _ = writeln!(out, "{FILE_READ_BYTES}{{{labels}}} {}", s.bytes_read);
         }
         header(&mut out, LOGICAL_READS, "counter", "Reads asked of the buffered layer, served from the buffer or not.");
         for (size, s) in &by_size {
@@ -183,6 +233,10 @@ impl IoMetrics {
             let h = s.histograms.as_deref().cloned().unwrap_or_default();
             let labels = format!("buffer_size=\"{size}\"");
             write_histogram(&mut out, READ_SIZE, &labels, &les, &h.read_sizes, s.bytes_read as f64);
+        }
+        for (labels, s) in &recorded {
+            let h = s.histograms.as_deref().cloned().unwrap_or_default();
+            write_histogram(&mut out, READ_SIZE, labels, &les, &h.read_sizes, s.bytes_read as f64);
         }
         header(&mut out, BLOBS_READ, "counter", "Keybox blobs read completely, by blob type.");
         let mut blobs = [0u64; 5];

@@ -9,7 +9,7 @@
 pub mod dump;
 pub mod find;
 pub mod list;
-pub mod scan;
+mod scan;
 pub mod sigs;
 pub mod stats;
 pub mod validate;

@@ -1,7 +1,7 @@
 //! `list --with-sigs` / `list --check-sigs`: every OpenPGP key with its
 //! signatures, as `gpg --list-sigs` / `gpg --check-sigs` show them.
 //!
-//! With `--lookup gnupg` the passes are gpg's (see [`crate::openpgp::lookup`]):
+//! With `--lookup gnupg` the passes are gpg's (see `openpgp::lookup`):
 //! its startup probe and compress check, then a listing handle reading
 //! every blob while signers are looked up on other handles. With `scan`,
 //! the listing pass and one rescan per lookup. With `index`, the listing

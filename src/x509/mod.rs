@@ -1,27 +1,27 @@
 //! X.509: certificates as gpgsm lists and validates them.
 //!
 //! * [`describe`](describe()): a certificate's listing fields (`list`);
-//! * [`trustlist`]: gpg-agent's `trustlist.txt`;
-//! * [`certinfo`]: the parts of a certificate validation looks at, decoded
-//!   and signature-checked once per run;
-//! * [`chain`]: chain building and gpgsm's verdicts;
+//! * `trustlist`: gpg-agent's `trustlist.txt` ([`TrustList`]);
+//! * `certinfo`: the parts of a certificate validation looks at
+//!   ([`CertInfo`]), decoded and signature-checked once per run ([`Memo`]);
+//! * `chain`: chain building and gpgsm's verdicts ([`Validator`]);
 //! * `sigcheck`: signature checks with exactly the algorithms gpgsm
 //!   verifies (the arithmetic is [`crate::crypto`]'s);
-//! * [`pool`]: signature checks on worker threads, queued while the
-//!   `index` strategy is still reading;
-//! * [`lookup`]: the issuer lookups, one per [`crate::lookup::Strategy`] —
-//!   what the buffer size acts on.
+//! * `pool`: signature checks on worker threads, queued while the
+//!   `index` strategy is still reading ([`CheckPool`]);
+//! * `lookup`: the issuer lookups ([`IssuerLookup`]), one per
+//!   [`crate::lookup::Strategy`] — what the buffer size acts on.
 //!
 //! Uses `crypto`, `lookup`, `io`, `telemetry` and the format crate; never
 //! `openpgp`.
 
-pub mod certinfo;
-pub mod chain;
+mod certinfo;
+mod chain;
 mod describe;
-pub mod lookup;
-pub mod pool;
+pub(crate) mod lookup;
+mod pool;
 mod sigcheck;
-pub mod trustlist;
+mod trustlist;
 
 #[cfg(test)]
 mod tests;

@@ -178,7 +178,7 @@ fn der_tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     (b.len() >= len).then(|| (tag, &b[..len], &b[len..]))
 }
 
-/// Decode `spki` and `algorithm` (DER) and [`verify`].
+/// Decode `spki` and `algorithm` (DER) and verify the signature as gpgsm would.
 pub fn verify_der(spki: &[u8], algorithm: &[u8], signature: &[u8], signed: &[u8]) -> bool {
     let (Ok((_, key)), Ok((_, alg))) = (SubjectPublicKeyInfo::from_der(spki), AlgorithmIdentifier::from_der(algorithm))
     else {

@@ -189,7 +189,7 @@ impl TrustList {
     }
 
     /// The first line gpg-agent rejected: it then trusts nothing and gpgsm
-    /// reports [`TrustListError::code`] for every chain reaching a root.
+    /// reports the error's code for every chain reaching a root.
     pub fn broken(&self) -> Option<&TrustListError> {
         self.broken.as_ref()
     }

@@ -88,19 +88,31 @@ pub fn skip_part(test: &str, why: &str) {
 pub struct Test {
     /// `module::function`, as libtest names tests.
     pub name: &'static str,
-    /// Tools that must be on PATH.
+    /// Tools that must be on PATH; a need with a `/` in it is instead a path
+    /// under the crate's root that must exist (e.g. node modules that
+    /// `npm ci` installs), see [`need_met`].
     pub needs: &'static [&'static str],
     /// The test.
     pub run: fn(),
 }
 
+/// Whether a test's need is met: a tool found on PATH, or, for a need with
+/// a `/` in it, a file or directory at that path under the crate's root.
+pub fn need_met(need: &str) -> bool {
+    if need.contains('/') {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(need).exists()
+    } else {
+        find_tool(need).is_some()
+    }
+}
+
 impl Test {
-    /// The libtest-mimic trial. A test whose tools are missing is ignored,
+    /// The libtest-mimic trial. A test whose needs are missing is ignored,
     /// its kind naming them (`test [needs gpgsm] …  ... ignored`), so the
     /// summary counts it as not run; under `CI=true`, or when run anyway
     /// with `--include-ignored`, it fails.
     pub fn trial(&self) -> Trial {
-        let missing: Vec<&str> = self.needs.iter().copied().filter(|t| find_tool(t).is_none()).collect();
+        let missing: Vec<&str> = self.needs.iter().copied().filter(|t| !need_met(t)).collect();
         let name = self.name.strip_prefix("integration::").unwrap_or(self.name);
         let run = self.run;
         let why = format!("needs {}", missing.join(", "));
@@ -121,7 +133,8 @@ impl Test {
 }
 
 /// Register a module's tests: `tests![a, b needs ["gpgsm", "strace"]]`
-/// defines `TESTS` for the harness in `tests.rs`. A test function left out
+/// defines `TESTS` for the harness in `tests.rs` (a need with a `/` is a
+/// path under the crate's root, see [`need_met`]). A test function left out
 /// is dead code, which clippy (`-D warnings`) refuses.
 #[macro_export]
 macro_rules! tests {
@@ -240,6 +253,49 @@ pub fn gpgsm_text_notes(text: &str) -> Vec<(String, Vec<String>)> {
     }
     out.sort();
     out
+}
+
+/// The validation time of the fixtures' recorded gpgsm listings
+/// (`--at`): their verdicts hold then, whatever has expired since.
+pub const AT: &str = "2026-12-01";
+
+/// `list --with-validation OPTIONS --trustlist TRUSTLIST KEYBOX`: kbxscope's
+/// validation of `keybox`, e.g. `validation_args(&["--at", AT], &kbx, &trust)`.
+/// Global options go before it.
+pub fn validation_args<'a>(options: &[&'a str], keybox: &'a Path, trustlist: &'a Path) -> Vec<&'a str> {
+    let mut args = vec!["list", "--with-validation"];
+    args.extend_from_slice(options);
+    args.extend(["--trustlist", trustlist.to_str().unwrap(), keybox.to_str().unwrap()]);
+    args
+}
+
+/// gpgsm's arguments for listing the keybox of GNUPGHOME `home` with its
+/// verdicts, offline: `--homedir HOME --batch -k --with-validation
+/// --disable-dirmngr`.
+pub fn gpgsm_validation_args(home: &Path) -> [&str; 6] {
+    ["--homedir", home.to_str().unwrap(), "--batch", "-k", "--with-validation", "--disable-dirmngr"]
+}
+
+/// What the live `gpgsm -k --with-validation` prints for the keybox of
+/// GNUPGHOME `home` (see [`gpgsm_validation_args`]); the daemons it started
+/// are stopped after.
+pub fn gpgsm_listing(home: &Path) -> String {
+    let o = Command::new("gpgsm").args(gpgsm_validation_args(home)).output().unwrap();
+    stop_gnupg_daemons(home);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// gpg's arguments for running unattended in GNUPGHOME `home` with keys
+/// without a passphrase: `--homedir HOME --batch --pinentry-mode loopback
+/// --passphrase ""`.
+pub fn gpg_batch_args(home: &Path) -> [&str; 7] {
+    ["--homedir", home.to_str().unwrap(), "--batch", "--pinentry-mode", "loopback", "--passphrase", ""]
+}
+
+/// Stop the GnuPG daemons (gpg-agent, keyboxd, …) of GNUPGHOME `home`:
+/// `gpgconf --homedir HOME --kill all`, its outcome ignored.
+pub fn stop_gnupg_daemons(home: &Path) {
+    let _ = Command::new("gpgconf").args(["--homedir", home.to_str().unwrap(), "--kill", "all"]).output();
 }
 
 /// A `tiny` keybox made by `gen` (and its trustlist) in a fresh directory.

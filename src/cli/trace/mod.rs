@@ -10,6 +10,12 @@
 //! the `bytes` a read returned, and the `error` of a failed call).
 //! `--trace-level` chooses how deep the trace goes.
 //!
+//! `kbxscope record` hands the calls it recorded in other processes to
+//! [`kbxscope::events::trace`] after the fact: `recorded` events under
+//! `kbx::event`, which the rewriter places as complete spans at their own
+//! time, on a track per recorded process (named for its program) and
+//! thread.
+//!
 //! Size: `--trace-max-events` caps the spans below the command and sweep
 //! levels ([`DEFAULT_MAX_EVENTS`]); the first span refused marks the cut
 //! on a track of its own ("kbxscope notes"), from that moment to the end,
@@ -111,7 +117,9 @@ pub fn install(path: &std::path::Path, process: &str, level: TraceLevel, max: u6
         if !level.admits(meta.target()) {
             return false;
         }
-        if meta.is_span() && capped(meta.target()) && counter.fetch_add(1, Ordering::Relaxed) >= max {
+        // Spans, and the events `record` hands over (each one call).
+        let counts = meta.is_span() || meta.is_event();
+        if counts && capped(meta.target()) && counter.fetch_add(1, Ordering::Relaxed) >= max {
             cut.cut_at.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(Instant::now);
             return false;
         }

@@ -10,6 +10,11 @@
 //!   until its E arrives and the E is written without arguments (viewers
 //!   such as speedscope expect a span's arguments at its begin);
 //! * names the process (`process_name` metadata) at the start;
+//! * turns each `recorded` event (a call `record` saw in another process,
+//!   an instant event with `start_ns`/`duration_ns` on `CLOCK_MONOTONIC`)
+//!   into a complete span (`"ph":"X"`) at its own time, on its process's
+//!   (`pid`, named by `process_name` metadata when first seen) and
+//!   thread's (`tid`) track;
 //! * marks where the span cap cut the trace, on a track of its own
 //!   ("kbxscope notes"): a span from the cut to the end of the trace named
 //!   for what happened, with the number of spans left out;
@@ -53,6 +58,22 @@ pub struct Notes {
     pub dropped: Mutex<u64>,
     /// The signal that ended the command, if one did.
     pub interrupted: Mutex<Option<&'static str>>,
+    /// `CLOCK_MONOTONIC` in ns at [`Notes::start`]: where recorded events
+    /// (stamped on that clock) fall on the trace's time line.
+    pub mono_start_ns: Mutex<u64>,
+}
+
+/// `CLOCK_MONOTONIC` now, in ns (the clock the interposer stamps calls with;
+/// `Instant` reads it too but does not show its value).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
 
 impl Notes {
@@ -65,12 +86,14 @@ impl Notes {
             cut_at: Mutex::new(None),
             dropped: Mutex::new(0),
             interrupted: Mutex::new(None),
+            mono_start_ns: Mutex::new(monotonic_ns()),
         }
     }
 
     /// Tracing-chrome's clock has just started: take its start as ours.
     pub fn clock_started(&self) {
         *self.start.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        *self.mono_start_ns.lock().unwrap_or_else(PoisonError::into_inner) = monotonic_ns();
     }
 
     fn cut_ts(&self) -> Option<f64> {
@@ -94,6 +117,8 @@ pub struct Rewriter<W: Write> {
     cut_marked: bool,
     /// Per thread, a `kbx::event` begin waiting for its end.
     held: HashMap<u64, Value>,
+    /// Recorded processes already named.
+    named: std::collections::HashSet<u64>,
 }
 
 impl<W: Write> Rewriter<W> {
@@ -109,7 +134,45 @@ impl<W: Write> Rewriter<W> {
             last_begin: 0.0,
             cut_marked: false,
             held: HashMap::new(),
+            named: std::collections::HashSet::new(),
         }
+    }
+
+    /// A `recorded` event as a complete span on its process's track.
+    fn recorded(&mut self, event: &Value) -> io::Result<()> {
+        // tracing-chrome writes text fields Debug-formatted ("\"read\""): unquote.
+        let mut args = event["args"].clone();
+        if let Some(map) = args.as_object_mut() {
+            for v in map.values_mut() {
+                if let Some(unquoted) = v.as_str().and_then(|t| serde_json::from_str::<String>(t).ok()) {
+                    *v = unquoted.into();
+                }
+            }
+        }
+        let args = &args;
+        let num = |k: &str| args[k].as_u64().or_else(|| args[k].as_str().and_then(|v| v.parse().ok()));
+        let (Some(pid), Some(tid), Some(start), Some(dur)) =
+            (num("pid"), num("tid"), num("start_ns"), num("duration_ns"))
+        else {
+            return self.emit(event);
+        };
+        if self.named.insert(pid) {
+            let program = args["program"].as_str().unwrap_or("?").to_string();
+            let name = format!("{program} (pid {pid}, recorded)");
+            self.emit(&json!({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": name}}))?;
+        }
+        let mono0 = *self.notes.mono_start_ns.lock().unwrap_or_else(PoisonError::into_inner);
+        let ts = (start as f64 - mono0 as f64) / 1000.0;
+        let mut out = Map::new();
+        for key in ["file", "offset", "bytes", "errno", "program"] {
+            if let Some(v) = args.get(key) {
+                out.insert(key.to_string(), v.clone());
+            }
+        }
+        numbers(&mut out);
+        let name = args["op"].as_str().unwrap_or("call").to_string();
+        self.emit(&json!({"ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur as f64 / 1000.0,
+                          "name": name, "cat": "kbx::event", "args": out}))
     }
 
     fn emit(&mut self, event: &Value) -> io::Result<()> {
@@ -175,6 +238,9 @@ impl<W: Write> Rewriter<W> {
 
     fn event(&mut self, mut event: Value) -> io::Result<()> {
         let ph = event["ph"].as_str().unwrap_or_default().to_string();
+        if ph == "i" && event["cat"] == "kbx::event" && event["args"]["message"] == "recorded" {
+            return self.recorded(&event);
+        }
         if let Some(args) = event.get_mut("args").and_then(Value::as_object_mut) {
             numbers(args);
         }
@@ -310,6 +376,22 @@ mod tests {
         assert_eq!(closes.len(), 2);
         assert_eq!((closes[0]["name"].as_str(), closes[1]["name"].as_str()), (Some("blob"), Some("command")));
         assert!(events.iter().any(|e| e["name"] == "interrupted by SIGINT" && e["tid"] == NOTES_TID));
+    }
+
+    #[test]
+    fn recorded_events_become_complete_spans_on_their_process() {
+        let notes = Notes::new("kbxscope record".into(), 10);
+        *notes.mono_start_ns.lock().unwrap() = 1_000_000;
+        let input = "[\n{\"ph\":\"i\",\"pid\":1,\"tid\":0,\"ts\":9.0,\"name\":\"event x\",\"cat\":\"kbx::event\",\"s\":\"t\",\"args\":{\"message\":\"recorded\",\"op\":\"\\\"read\\\"\",\"file\":\"\\\"pubring.kbx\\\"\",\"bytes\":\"8192\",\"start_ns\":\"1002000\",\"duration_ns\":\"1500\",\"pid\":\"4242\",\"tid\":\"4243\",\"program\":\"gpg\"}}\n]";
+        let events = rewrite(input, notes);
+        let meta = events.iter().find(|e| e["pid"] == 4242 && e["name"] == "process_name").expect("named");
+        assert_eq!(meta["args"]["name"], "gpg (pid 4242, recorded)");
+        let x = events.iter().find(|e| e["ph"] == "X").expect("a complete span");
+        assert_eq!((x["pid"].as_u64(), x["tid"].as_u64()), (Some(4242), Some(4243)));
+        assert_eq!((x["ts"].as_f64(), x["dur"].as_f64()), (Some(2.0), Some(1.5)));
+        assert_eq!(x["name"], "read");
+        assert_eq!(x["args"]["bytes"], 8192);
+        assert_eq!(x["args"]["file"], "pubring.kbx", "text fields unquoted");
     }
 
     #[test]

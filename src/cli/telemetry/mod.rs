@@ -8,11 +8,13 @@
 //! facade. `/metrics` is served here, by a small HTTP/1.1 responder on
 //! std's `TcpListener`: `GET` or `HEAD /metrics` answers the exposition
 //! with the text format's content type (`version=0.0.4`), any other path
-//! 404, another method on `/metrics` 405.
+//! 404, another method on `/metrics` 405 (`serve`); `--metrics-push` PUTs
+//! the exposition at exit (`push`).
 
-use super::args::BadValue;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod push;
+mod serve;
+
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +22,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+use super::args::BadValue;
 use super::output::write_file;
 use kbxscope::telemetry::{self, IoMetrics, COMMAND_BUCKETS, COMMAND_DURATION};
+use push::push;
+pub use push::{parse_push_url, PushUrl};
+use serve::serve;
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -36,66 +42,15 @@ pub struct TelemetryOptions {
     pub push: Option<PushUrl>,
 }
 
-/// `--metrics-push`: a Pushgateway's `http://HOST:PORT[/PREFIX]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PushUrl {
-    /// `HOST:PORT`, as given.
-    authority: String,
-    /// The path before `/metrics/job/…`, without a trailing slash.
-    prefix: String,
-}
-
-impl std::fmt::Display for PushUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}{}", self.authority, self.prefix)
-    }
-}
-
-/// `--metrics-push`: `http://HOST:PORT` with an optional path prefix.
-pub fn parse_push_url(s: &str) -> Result<PushUrl, BadValue> {
-    let bad = || BadValue(format!("expected a Pushgateway URL such as http://127.0.0.1:9091; got '{s}'"));
-    let rest = s.strip_prefix("http://").ok_or_else(bad)?;
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let port = authority.rsplit_once(':').map(|(_, p)| p).ok_or_else(bad)?;
-    if port.parse::<u16>().is_err() || authority.starts_with(':') || path.contains(['?', '#', ' ']) {
-        return Err(bad());
-    }
-    Ok(PushUrl { authority: authority.to_string(), prefix: path.trim_end_matches('/').to_string() })
-}
-
-/// PUT `body` as job `kbxscope` (replacing the job's previous push).
-fn push(url: &PushUrl, body: &str) -> Result<()> {
-    let fail = || format!("cannot push metrics to {url}");
-    let mut stream = TcpStream::connect(url.authority.as_str()).with_context(fail)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).with_context(fail)?;
-    stream.set_write_timeout(Some(Duration::from_secs(10))).with_context(fail)?;
-    let request = format!(
-        "PUT {}/metrics/job/kbxscope HTTP/1.1\r\nHost: {}\r\nContent-Type: {CONTENT_TYPE}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        url.prefix,
-        url.authority,
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).with_context(fail)?;
-    let mut answer = Vec::new();
-    stream.take(64 * 1024).read_to_end(&mut answer).with_context(fail)?;
-    let answer = String::from_utf8_lossy(&answer);
-    let status = answer.lines().next().unwrap_or_default();
-    if !(status.starts_with("HTTP/1.1 2") || status.starts_with("HTTP/1.0 2")) {
-        let why = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b.trim()).lines().next().unwrap_or_default();
-        anyhow::bail!("{}: the Pushgateway answered '{status}' {why}", fail());
-    }
-    Ok(())
-}
-
 /// Both sources of the exposition.
 #[derive(Clone)]
-struct Sources {
+pub(super) struct Sources {
     exporter: PrometheusHandle,
     io: Arc<IoMetrics>,
 }
 
 impl Sources {
-    fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         let mut text = self.exporter.render();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
@@ -110,59 +65,6 @@ pub struct Telemetry {
     /// The address actually bound (the real port for `:0`).
     bound: Option<SocketAddr>,
     options: TelemetryOptions,
-}
-
-/// The content type of the Prometheus text format.
-const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// Requests larger than this are refused (a scrape is a few hundred bytes).
-const MAX_REQUEST: usize = 8192;
-
-/// Answer one connection: read the request head, answer, close.
-fn answer(mut stream: TcpStream, sources: &Sources) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut head = Vec::with_capacity(512);
-    let mut chunk = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 || head.len() + n > MAX_REQUEST {
-            return Ok(());
-        }
-        head.extend_from_slice(&chunk[..n]);
-    }
-    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
-    let mut parts = line.split(|b| *b == b' ');
-    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
-    let (status, body, extra) = match (path == b"/metrics", method) {
-        (true, b"GET" | b"HEAD") => ("200 OK", sources.render(), ""),
-        (true, _) => ("405 Method Not Allowed", "use GET /metrics\n".to_string(), "Allow: GET, HEAD\r\n"),
-        (false, _) => ("404 Not Found", "kbxscope serves /metrics only\n".to_string(), ""),
-    };
-    let content_type = if status.starts_with("200") { CONTENT_TYPE } else { "text/plain; charset=utf-8" };
-    let mut response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if method != b"HEAD" {
-        response.extend_from_slice(body.as_bytes());
-    }
-    stream.write_all(&response)
-}
-
-/// Serve `/metrics` on `listener` from a thread of its own, one short
-/// thread per connection.
-fn serve(listener: TcpListener, sources: Sources) -> Result<()> {
-    std::thread::Builder::new().name("metrics-http".into()).spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let sources = sources.clone();
-            // A client error only ends its own connection.
-            let _ = std::thread::Builder::new().name("metrics-conn".into()).spawn(move || answer(stream, &sources));
-        }
-    })?;
-    Ok(())
 }
 
 impl Telemetry {

@@ -1,119 +1,69 @@
 //! Sweep results as JSON, CSV and Markdown: pure functions from results to
 //! bytes (the caller decides where they go).
+//!
+//! Each format is one file with one [`Exporter`] and one [`Format`]
+//! variant; the CLI makes an `--export-NAME FILE` option for every format
+//! in [`Format::ALL`], so a new format touches nothing else.
 
-use std::fmt::Write as _;
+mod csv;
+mod json;
+mod markdown;
 
-use super::{SizeResult, Sweep};
+pub use csv::CSV_HEADER;
 
-/// The sweep as pretty JSON: [`Sweep`]'s serde form, nothing added.
-pub fn json(sweep: &Sweep) -> Vec<u8> {
-    let mut out = serde_json::to_vec_pretty(sweep).unwrap_or_default();
-    out.push(b'\n');
-    out
+use super::Sweep;
+
+/// One export format's renderer.
+pub trait Exporter {
+    /// The sweep in this format.
+    fn render(&self, sweep: &Sweep) -> Vec<u8>;
 }
 
-/// The CSV header.
-pub const CSV_HEADER: &str = "n_k,buffer_size,events_total,open,read,seek,close,stat,bytes_read,logical_reads,wall_median_s,wall_min_s,wall_max_s,wall_mean_s,wall_stddev_s,user_median_s,sys_median_s,mean_read_ns,seed_events,seed_time_s,gnupg_tool,gnupg_events,gnupg_time_s";
-
-/// `a,b` for a present pair, `,` for an absent one.
-fn pair(p: Option<(u64, f64)>, time_digits: usize) -> String {
-    p.map_or_else(|| ",".to_string(), |(e, t)| format!("{e},{t:.time_digits$}"))
+/// The export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON, its serde form.
+    Json,
+    /// CSV, one row per size.
+    Csv,
+    /// A Markdown table.
+    Markdown,
 }
 
-/// One flat row per buffer size (`n_k` is the size as given).
-pub fn csv(results: &[SizeResult]) -> Vec<u8> {
-    let mut s = String::from(CSV_HEADER);
-    s.push('\n');
-    for r in results {
-        let e = &r.events;
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.1},{},{},{}",
-            r.label,
-            r.buffer_size,
-            e.total(),
-            e.open,
-            e.read,
-            e.seek,
-            e.close,
-            e.stat,
-            r.bytes_read,
-            r.logical_reads,
-            r.wall_s.median,
-            r.wall_s.min,
-            r.wall_s.max,
-            r.wall_s.mean,
-            r.wall_s.stddev,
-            r.user_s.median,
-            r.sys_s.median,
-            r.mean_read_ns,
-            pair(r.seed.map(|x| (x.events, x.time_s)), 0),
-            r.gnupg.map_or("", |x| x.tool),
-            pair(r.gnupg.map(|x| (x.events, x.time_s)), 6),
-        );
-    }
-    s.into_bytes()
-}
+impl Format {
+    /// Every format, in the order the help lists them.
+    pub const ALL: [Format; 3] = [Format::Json, Format::Csv, Format::Markdown];
 
-/// A Markdown table: every column of `sweep --wide`; the seed's own
-/// numbers and GnuPG's (gpgsm's or gpg's) when the results carry them.
-/// Times in seconds.
-pub fn markdown(results: &[SizeResult]) -> Vec<u8> {
-    let seed = results.iter().any(|r| r.seed.is_some());
-    let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
-    let mut s = String::from(
-        "| buffer | file events | time (s), mean ± σ | reads | opens | seeks | bytes read | logical reads | user (s) | sys (s) | mean read (µs) |",
-    );
-    let mut rule = String::from("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
-    if seed {
-        s += " seed's events | ratio | seed's time (s) |";
-        rule += "--:|--:|--:|";
-    }
-    if let Some(tool) = gnupg {
-        let _ = write!(s, " {tool} events | {tool} time (s) |");
-        rule += "--:|--:|";
-    }
-    let _ = writeln!(s, "\n{rule}");
-    for r in results {
-        let _ = write!(
-            s,
-            "| {} | {} | {:.3} ± {:.3} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} |",
-            r.buffer(),
-            r.events.total(),
-            r.wall_s.mean,
-            r.wall_s.stddev,
-            r.events.read,
-            r.events.open,
-            r.events.seek,
-            r.bytes_read,
-            r.logical_reads,
-            r.user_s.median,
-            r.sys_s.median,
-            r.mean_read_ns / 1000.0
-        );
-        if seed {
-            let _ = match r.seed {
-                Some(x) => {
-                    write!(s, " {} | {:.3} | {:.0} |", x.events, r.events.total() as f64 / x.events as f64, x.time_s)
-                }
-                None => write!(s, " – | – | – |"),
-            };
+    /// The format's exporter, its command-line option (`export-NAME`,
+    /// without the dashes) and what it writes, for the option's help
+    /// ("Write the results as …").
+    pub fn exporter(self) -> (&'static dyn Exporter, &'static str, &'static str) {
+        match self {
+            Format::Json => (&json::Json, "export-json", "JSON"),
+            Format::Csv => (&csv::Csv, "export-csv", "CSV"),
+            Format::Markdown => (&markdown::Markdown, "export-markdown", "a Markdown table"),
         }
-        if gnupg.is_some() {
-            let _ = match r.gnupg {
-                Some(x) => write!(s, " {} | {:.3} |", x.events, x.time_s),
-                None => write!(s, " – | – |"),
-            };
-        }
-        s.push('\n');
     }
-    s.into_bytes()
+
+    /// The sweep in this format.
+    pub fn render(self, sweep: &Sweep) -> Vec<u8> {
+        self.exporter().0.render(sweep)
+    }
+
+    /// The command-line option, `export-NAME` (without the dashes).
+    pub fn option(self) -> &'static str {
+        self.exporter().1
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::csv::csv;
+    use super::json::json;
+    use super::markdown::markdown;
     use super::*;
     use crate::events::PerOp;
+    use crate::sweep::SizeResult;
     use crate::sweep::{GnupgRow, SeedRow, Times, Workload};
 
     /// Two sizes with every kind of column filled or missing.

@@ -1,0 +1,331 @@
+//! `kbxscope record [--watch GLOB]… [--wait-daemons[=DURATION]] -- PROGRAM
+//! [ARGS…]`: run PROGRAM with the interposer preloaded and report what it
+//! and its descendants did on the watched files.
+//!
+//! * The interposer (embedded, [`kbxscope::record::preload`]) is written
+//!   once into the cache directory (`$KBXSCOPE_CACHE_DIR`, …, as for the
+//!   built-in keybox) under its SHA-256 name, through a temporary file
+//!   renamed into place.
+//! * PROGRAM runs with `LD_PRELOAD` (ours first, any existing value kept
+//!   after it), `KBXSCOPE_RECORD` (a fresh private temporary directory,
+//!   removed afterwards, also on Ctrl-C/SIGTERM), `KBXSCOPE_WATCH` and, with
+//!   `--trace-level event`, `KBXSCOPE_RECORD_EVENTS` (capped by
+//!   `--trace-max-events`). Its stdin, stdout and stderr are ours; record
+//!   exits with its status (128 + N for signal N).
+//! * The daemon rule: the records are shared memory, complete at every
+//!   moment. By default they are read when PROGRAM exits: a daemon it
+//!   started (gpg-agent, keyboxd, dirmngr) is reported with what it did
+//!   until then, and named as still running. `--wait-daemons[=DURATION]`
+//!   first waits (at most DURATION, 30 s by default) until every recorded
+//!   process has exited. record never signals a process.
+//! * What cannot be seen is said in one line instead of zeros: a
+//!   statically linked PROGRAM, a GnuPG daemon already running for the
+//!   home before record started, lost events.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::args::{Cli, RecordArgs, SummaryFormat};
+use super::interrupt;
+use super::trace::TraceLevel;
+use kbxscope::events::{FileOp, IoStats, Origin};
+use kbxscope::record::{self, preload, Recorded};
+
+/// Run `record`.
+///
+/// # Errors
+/// The interposer cannot be installed or the record directory made.
+pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
+    let (program, args) = a.program.split_first().context("no PROGRAM given")?;
+    let Some(exe) = resolve(program) else {
+        eprintln!("kbxscope: {}: command not found", program.to_string_lossy());
+        return Ok(ExitCode::from(127));
+    };
+    let name = program.to_string_lossy().into_owned();
+    let statically = read_head(&exe).and_then(|h| record::elf::is_static(&h)).unwrap_or(false);
+    let running = running_daemons(args);
+    let library = install_library()?;
+    let dir =
+        tempfile::Builder::new().prefix("kbxscope-record-").tempdir().context("cannot make a record directory")?;
+    let dir_path = dir.path().to_path_buf();
+    interrupt::on_interrupt(Box::new(move |_| {
+        let _ = std::fs::remove_dir_all(&dir_path);
+    }));
+    let events = (cli.trace_out.is_some() && cli.trace_level >= TraceLevel::Event)
+        .then(|| cli.trace_max_events.min(record::MAX_EVENTS));
+
+    let mut cmd = Command::new(&exe);
+    cmd.arg0(program).args(args);
+    let mut preload = library.clone().into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let watch = if a.watch.is_empty() { record::DEFAULT_WATCH.join(":") } else { a.watch.join(":") };
+    cmd.env("LD_PRELOAD", preload).env("KBXSCOPE_RECORD", dir.path()).env("KBXSCOPE_WATCH", watch);
+    match events {
+        Some(n) => cmd.env("KBXSCOPE_RECORD_EVENTS", n.to_string()),
+        None => cmd.env_remove("KBXSCOPE_RECORD_EVENTS"),
+    };
+    let status = match cmd.status() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("kbxscope: cannot run {name}: {e}");
+            return Ok(ExitCode::from(if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 }));
+        }
+    };
+    let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+
+    if let Some(limit) = a.wait_daemons {
+        wait_for_recorded(dir.path(), limit);
+    }
+    let (recorded, incomplete) = read_records(dir.path());
+    drop(dir);
+
+    let mut notes = Vec::new();
+    if statically {
+        notes.push(format!("{name} is statically linked: nothing can be recorded"));
+    }
+    for (daemon, socket) in &running {
+        notes.push(format!(
+            "{daemon} was already running ({}) before record started: its calls are not recorded (gpgconf --kill {daemon} to include them)",
+            socket.display()
+        ));
+    }
+    let alive: Vec<String> =
+        recorded.processes.iter().filter(|p| alive(p.pid)).map(|p| format!("{} (pid {})", p.program, p.pid)).collect();
+    if !alive.is_empty() {
+        notes.push(format!(
+            "still running when recorded: {}; counted until {}",
+            alive.join(", "),
+            if a.wait_daemons.is_some() { "--wait-daemons gave up" } else { "PROGRAM exited (--wait-daemons waits)" }
+        ));
+    }
+    let l = recorded.lost;
+    if l.files + l.fds > 0 {
+        notes.push(format!(
+            "lost: {} calls on files beyond 64 per process, {} on descriptors beyond the fd table",
+            l.files, l.fds
+        ));
+    }
+    if l.events > 0 {
+        notes.push(format!("lost: {} per-call events beyond --trace-max-events (the counts are complete)", l.events));
+    }
+    if incomplete > 0 {
+        notes.push(format!("{incomplete} record file(s) were still being created and are left out"));
+    }
+
+    if let Some(observer) = kbxscope::events::observer() {
+        for p in &recorded.processes {
+            observer.observe_recorded(&Origin { pid: p.pid, tid: p.pid, program: &p.program }, &p.stats);
+        }
+    }
+    if events.is_some() {
+        recorded.for_each_event(kbxscope::events::trace);
+    }
+    for n in &notes {
+        eprintln!("kbxscope: record: {n}");
+    }
+    if let Some(format) = cli.io_summary {
+        let text = match format {
+            _ if statically => String::new(),
+            SummaryFormat::Json => serde_json::to_string(&recorded.summary())? + "\n",
+            SummaryFormat::Text => summary_text(&recorded),
+        };
+        io::stderr().write_all(text.as_bytes())?;
+    }
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(255)))
+}
+
+/// PROGRAM as `execvp` finds it.
+fn resolve(program: &OsStr) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if p.components().count() > 1 || program.to_string_lossy().contains('/') {
+        return p.exists().then(|| p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    std::env::split_paths(&path).map(|d| d.join(p)).find(|c| c.is_file())
+}
+
+/// The first 64 KiB of a file (the ELF header and program headers).
+fn read_head(path: &Path) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(64 * 1024).read_to_end(&mut head).ok()?;
+    Some(head)
+}
+
+/// Write the embedded interposer into the cache directory once; its path.
+fn install_library() -> Result<PathBuf> {
+    let dir = kbxscope::generate::cache::cache_dir(|k| std::env::var_os(k))
+        .unwrap_or_else(|| std::env::temp_dir().join("kbxscope"));
+    let path = dir.join(preload::file_name());
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() == preload::LIBRARY.len() as u64) {
+        return Ok(path);
+    }
+    let text = path.to_string_lossy();
+    anyhow::ensure!(
+        !text.contains([':', ' ']),
+        "the cache directory '{}' has a ':' or a space, which LD_PRELOAD cannot carry (set KBXSCOPE_CACHE_DIR)",
+        dir.display()
+    );
+    super::output::ensure_dir(&dir)?;
+    match super::output::write_file(&path, preload::LIBRARY, false) {
+        // Another kbxscope wrote it meanwhile: the same bytes.
+        Ok(()) | Err(super::output::WriteError::Exists(_)) => Ok(path),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The GnuPG home PROGRAM will use: `--homedir` in its arguments, else
+/// `$GNUPGHOME`, else `~/.gnupg`.
+fn gnupg_home(args: &[OsString]) -> Option<PathBuf> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let s = a.to_string_lossy();
+        if s == "--homedir" {
+            return it.next().map(PathBuf::from);
+        }
+        if let Some(h) = s.strip_prefix("--homedir=") {
+            return Some(PathBuf::from(h));
+        }
+        if s == "--" {
+            break;
+        }
+    }
+    std::env::var_os("GNUPGHOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".gnupg")))
+}
+
+/// The GnuPG daemons already listening for PROGRAM's home, with their
+/// sockets (as `gpgconf --list-dirs` names them, else in the home). A
+/// connection is opened and closed at once; nothing is sent.
+fn running_daemons(args: &[OsString]) -> Vec<(&'static str, PathBuf)> {
+    let Some(home) = gnupg_home(args) else { return Vec::new() };
+    if !home.is_dir() {
+        return Vec::new();
+    }
+    let listed = Command::new("gpgconf")
+        .arg("--homedir")
+        .arg(&home)
+        .arg("--list-dirs")
+        .env_remove("LD_PRELOAD")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let socket = |key: &str, file: &str| {
+        listed
+            .lines()
+            .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix(':')))
+            .map(|v| PathBuf::from(unescape(v)))
+            .unwrap_or_else(|| home.join(file))
+    };
+    [
+        ("gpg-agent", "agent-socket", "S.gpg-agent"),
+        ("keyboxd", "keyboxd-socket", "S.keyboxd"),
+        ("dirmngr", "dirmngr-socket", "S.dirmngr"),
+    ]
+    .into_iter()
+    .map(|(daemon, key, file)| (daemon, socket(key, file)))
+    .filter(|(_, s)| std::os::unix::net::UnixStream::connect(s).is_ok())
+    .collect()
+}
+
+/// gpgconf's `%XX` escapes.
+fn unescape(v: &str) -> String {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Some(x) = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(x);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether a process is alive (not a zombie). Read from /proc, no signal.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')))
+}
+
+/// Wait until every process with a record in `dir` has exited, at most `limit`.
+fn wait_for_recorded(dir: &Path, limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        let pids: Vec<u32> = std::fs::read_dir(dir)
+            .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.split_once('-')?.0.parse().ok()).collect())
+            .unwrap_or_default();
+        if !pids.iter().any(|p| alive(*p)) || Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Decode every record in `dir`; also how many were not complete yet.
+fn read_records(dir: &Path) -> (Recorded, usize) {
+    let mut records = Vec::new();
+    let mut incomplete = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().extension().is_none_or(|x| x != "kbxrec") {
+            continue;
+        }
+        match std::fs::read(e.path()).map(|b| kbx_preload::protocol::decode(&b)) {
+            Ok(Ok(r)) => records.push(r),
+            _ => incomplete += 1,
+        }
+    }
+    (Recorded::from_records(records), incomplete)
+}
+
+/// A duration in ns with a readable unit.
+fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+/// One table: the operations that happened (kbxscope's five always).
+fn table(out: &mut String, title: &str, s: &IoStats) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(out, "  {:<8} {:>10} {:>12}", "op", "events", "time");
+    for op in FileOp::EVERY.into_iter().filter(|op| FileOp::ALL.contains(op) || s.count(*op) > 0) {
+        let _ = writeln!(out, "  {:<8} {:>10} {:>12}", op.name(), s.count(op), duration(s.time(op)));
+    }
+    let _ = writeln!(out, "  {:<8} {:>10} {:>12}", "total", s.total_events(), duration(s.total_time()));
+    let _ = writeln!(out, "  bytes read: {}", s.bytes_read);
+}
+
+/// `--io-summary=text`: a table per process, then the total.
+fn summary_text(r: &Recorded) -> String {
+    let mut out = String::new();
+    for p in &r.processes {
+        let files: Vec<&str> = p.files.iter().map(|f| f.path.as_str()).collect();
+        table(&mut out, &format!("record: {} (pid {}): {}", p.program, p.pid, files.join(", ")), &p.stats);
+    }
+    let n = r.processes.len();
+    table(&mut out, &format!("record: total over {n} process{}", if n == 1 { "" } else { "es" }), &r.total());
+    out
+}

@@ -1,0 +1,88 @@
+//! How the keybox changed while kbxscope read it: each open's
+//! [`FileIdentity`] (from the `fstat` every open makes anyway) compared
+//! with the first, and the changes found, as [`KeyboxChange`]s.
+
+use serde::Serialize;
+
+/// What identifies the file a handle opened: device, inode, size and
+/// modification time, from the `fstat` every open makes anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    /// Device.
+    pub dev: u64,
+    /// Inode: a new file renamed into place has another one.
+    pub ino: u64,
+    /// Size in bytes.
+    pub len: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl FileIdentity {
+    pub(super) fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        }
+    }
+}
+
+/// How the keybox changed while kbxscope read it. Serializes with a
+/// `kind` field and the numbers, for machine-readable reports; the
+/// command line words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KeyboxChange {
+    /// Another file was renamed into place (new device or inode).
+    Replaced {
+        /// Size of the first file seen, in bytes.
+        old_len: u64,
+        /// Size of the new file, in bytes.
+        new_len: u64,
+    },
+    /// The same file has another size.
+    Resized {
+        /// Size at the first open, in bytes.
+        old_len: u64,
+        /// Size at a later open, in bytes.
+        new_len: u64,
+    },
+    /// The same file, same size, with a new modification time.
+    ModifiedInPlace,
+    /// Bytes were appended while a handle read it; they were not used.
+    Grew {
+        /// Bytes `read(2)` returned past the file's size at open.
+        unused_bytes: u64,
+    },
+}
+
+/// The file the first handle saw, and every change later handles found.
+#[derive(Debug, Default)]
+pub(super) struct Watch {
+    first: Option<FileIdentity>,
+    seen: Vec<FileIdentity>,
+    pub(super) changes: Vec<KeyboxChange>,
+}
+
+impl Watch {
+    pub(super) fn observe(&mut self, id: FileIdentity) {
+        let Some(first) = self.first else {
+            self.first = Some(id);
+            return;
+        };
+        if id == first || self.seen.contains(&id) {
+            return;
+        }
+        self.seen.push(id);
+        self.changes.push(if (id.dev, id.ino) != (first.dev, first.ino) {
+            KeyboxChange::Replaced { old_len: first.len, new_len: id.len }
+        } else if id.len != first.len {
+            KeyboxChange::Resized { old_len: first.len, new_len: id.len }
+        } else {
+            KeyboxChange::ModifiedInPlace
+        });
+    }
+}

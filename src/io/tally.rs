@@ -1,0 +1,111 @@
+//! [`IoTally`]: the running total of every handle's file events, and the
+//! link from handles to the observer and to the change watch.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::buffer_size::BufferSize;
+use super::change::{KeyboxChange, Watch};
+use crate::events::{observer, IoObserver, IoStats, Reporter};
+
+/// The running total of the file events of every handle opened with it.
+///
+/// Cloning gives another reference to the same total. Handles add their
+/// counters when they close, so the per-event cost stays in the handle.
+/// Closed handles leave their buffers here for the next handle: a lookup
+/// that opens thousands of handles allocates as many buffers as it ever
+/// had open at once, not one per open.
+#[derive(Clone)]
+pub struct IoTally {
+    buffer_size: BufferSize,
+    shared: Rc<RefCell<Shared>>,
+    /// The process-wide observer when [`IoTally::new`] ran (telemetry on):
+    /// without one the hot path does no metrics work at all.
+    pub(super) observer: Option<Arc<dyn IoObserver>>,
+    pub(super) watch: Rc<RefCell<Watch>>,
+}
+
+impl std::fmt::Debug for IoTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoTally")
+            .field("buffer_size", &self.buffer_size)
+            .field("total", &self.shared.borrow().total)
+            .field("observed", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    total: IoStats,
+}
+
+impl IoTally {
+    /// A zeroed tally for handles with buffers of `buffer_size`. Its handles
+    /// report to the process-wide observer set now, if any
+    /// ([`crate::events::set_observer`]).
+    pub fn new(buffer_size: BufferSize) -> Self {
+        Self::with_observer(buffer_size, observer())
+    }
+
+    /// A zeroed tally whose handles report to `observer` (or to nobody).
+    pub fn with_observer(buffer_size: BufferSize, observer: Option<Arc<dyn IoObserver>>) -> Self {
+        let total = IoStats::new(buffer_size.bytes() as u64);
+        Self { buffer_size, shared: Rc::new(RefCell::new(Shared { total })), observer, watch: Rc::default() }
+    }
+
+    /// A zeroed tally for another buffer size that compares the files its
+    /// handles open with the same first file as this one (a sweep's sizes).
+    pub fn sibling(&self, buffer_size: BufferSize) -> Self {
+        Self { watch: self.watch.clone(), ..Self::with_observer(buffer_size, self.observer.clone()) }
+    }
+
+    /// How the keybox changed while it was read: another file renamed into
+    /// place, a new size or modification time seen by a later open (each
+    /// once, in the order found), then bytes appended while a handle was
+    /// reading. Empty when every handle saw the same file.
+    pub fn changes(&self) -> Vec<KeyboxChange> {
+        let mut out = self.watch.borrow().changes.clone();
+        let beyond = self.shared.borrow().total.beyond_end;
+        if beyond > 0 {
+            out.push(KeyboxChange::Grew { unused_bytes: beyond });
+        }
+        out
+    }
+
+    /// The buffer size of the handles this tally opens.
+    pub fn buffer_size(&self) -> BufferSize {
+        self.buffer_size
+    }
+
+    /// The counters of every handle closed so far.
+    pub fn snapshot(&self) -> IoStats {
+        self.shared.borrow().total.clone()
+    }
+
+    /// Counters for a new handle: with histograms when it is observed.
+    pub(super) fn fresh_stats(&self) -> IoStats {
+        let size = self.buffer_size.bytes() as u64;
+        if self.observer.is_some() {
+            IoStats::with_histograms(size)
+        } else {
+            IoStats::new(size)
+        }
+    }
+
+    /// A new buffer for a new handle. (Handing closed handles' buffers on
+    /// was tried: at 512 KiB it made every read(2) into a reused buffer
+    /// about four times dearer in system time, so each handle gets its own.)
+    pub(super) fn new_buffer(&self) -> Box<[u8]> {
+        vec![0u8; self.buffer_size.bytes()].into_boxed_slice()
+    }
+
+    /// A handle closed: add its counters, report the rest of them.
+    pub(super) fn settle(&self, stats: &IoStats, reporter: Option<Reporter>) {
+        if let Some(mut r) = reporter {
+            r.report(stats);
+        }
+        self.shared.borrow_mut().total.merge(stats);
+    }
+}

@@ -1,0 +1,362 @@
+//! `kbxscope record`: the calls another program (and its descendants) made
+//! on the watched files, read from the records the preloaded interposer
+//! (`crates/kbx-preload`, see its `PROTOCOL.md`) left behind.
+//!
+//! Pure functions over bytes: [`preload`] is the interposer embedded at
+//! build time, [`elf`] tells a static binary (which cannot be interposed)
+//! from a dynamic one, and [`Recorded::from_records`] sums the decoded
+//! records per process (a pid that ran several images owns one record per
+//! image) and per file, mapping the interposer's operations onto
+//! [`FileOp`]: the open family → `open`; `read`, `__read_chk`, `pread`,
+//! `readv`, `preadv` → `read`; `lseek` → `seek`; `close`, `close_range` →
+//! `close`; `fstat`, `stat`, `statx` → `stat`; and `write`, `mmap`, `dup`,
+//! `access`, `truncate`, `sync` under their own names. The interposer's own
+//! columns (`pread`, `statx`, `fopen`, `stdio_read`, …) stay visible in
+//! [`Process::calls`]. The command line runs the program and prints.
+
+pub mod elf;
+pub mod preload;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kbx_preload::protocol::{self, Op, OpStats, Record};
+use serde::Serialize;
+
+use crate::events::{FileEvent, FileOp, IoStats, Origin};
+
+/// The files watched unless `--watch` says otherwise: the keybox and
+/// keyboxd's SQLite database with its journal, WAL and shared memory.
+pub const DEFAULT_WATCH: &[&str] =
+    &["pubring.kbx", "pubring.db", "pubring.db-journal", "pubring.db-wal", "pubring.db-shm"];
+
+/// The interposer's upper bound on `KBXSCOPE_RECORD_EVENTS`.
+pub const MAX_EVENTS: u64 = 1 << 24;
+
+/// The operation an interposer column counts as, if it counts system
+/// calls (the stdio columns count library calls: `None`).
+pub fn file_op(op: Op) -> Option<FileOp> {
+    Some(match op {
+        Op::Open => FileOp::Open,
+        Op::Close | Op::CloseRange => FileOp::Close,
+        Op::Read | Op::Pread | Op::Readv | Op::Preadv => FileOp::Read,
+        Op::Write | Op::Pwrite | Op::Writev => FileOp::Write,
+        Op::Lseek => FileOp::Seek,
+        Op::Fstat | Op::Stat | Op::Statx => FileOp::Stat,
+        Op::Mmap => FileOp::Mmap,
+        Op::Dup | Op::FcntlDup => FileOp::Dup,
+        Op::Ftruncate => FileOp::Truncate,
+        Op::Fsync | Op::Fdatasync => FileOp::Sync,
+        Op::Access => FileOp::Access,
+        Op::Fopen | Op::Fclose | Op::StdioRead | Op::StdioSeek => return None,
+    })
+}
+
+/// One watched file of a process.
+#[derive(Debug, Clone, Default)]
+pub struct FileStats {
+    /// The path as the program gave it.
+    pub path: String,
+    /// Its calls.
+    pub stats: IoStats,
+}
+
+/// One recorded process (all its images).
+#[derive(Debug, Clone)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id when its first record was made.
+    pub ppid: u32,
+    /// The program's name (its last image's executable).
+    pub program: String,
+    /// Every call on every watched file, with histograms.
+    pub stats: IoStats,
+    /// Per watched file, by path.
+    pub files: Vec<FileStats>,
+    /// The interposer's own columns (`read`, `pread`, `fstat`, `statx`,
+    /// `fopen`, `stdio_read`, …), non-zero ones only.
+    pub calls: BTreeMap<&'static str, u64>,
+    /// Records (program images) of this pid.
+    pub images: usize,
+}
+
+/// Events the interposer could not count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lost {
+    /// A watched path found no free file slot.
+    pub files: u64,
+    /// A watched descriptor found no free fd-table entry.
+    pub fds: u64,
+    /// Per-call events beyond the event region (only the trace lacks them).
+    pub events: u64,
+}
+
+/// Everything recorded in one run.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    /// By pid.
+    pub processes: Vec<Process>,
+    /// Lost counters, summed over the records.
+    pub lost: Lost,
+    /// Per-call events: (index into `processes`, file path, event), by start.
+    pub events: Vec<(usize, String, protocol::Event)>,
+}
+
+/// A representative duration of latency bucket `b` (`[2^b, 2^(b+1))` ns):
+/// its geometric middle.
+fn bucket_ns(b: usize) -> u64 {
+    if b == 0 {
+        1
+    } else {
+        ((1u64 << b) as f64 * std::f64::consts::SQRT_2) as u64
+    }
+}
+
+/// Add one interposer cell to `s`, as `op`.
+fn add_cell(s: &mut IoStats, op: FileOp, c: &OpStats) {
+    s.add_counts(op, c.count, c.total_ns);
+    if op == FileOp::Read {
+        s.bytes_read += c.bytes;
+    }
+    if let Some(h) = &mut s.histograms {
+        for (b, n) in c.lat_hist.iter().enumerate().filter(|(_, n)| **n > 0) {
+            h.add_durations(op, bucket_ns(b), *n);
+        }
+        // Inferred calls (stdio's own, deduced) have no latency: the lowest bucket.
+        if c.inferred > 0 {
+            h.add_durations(op, 0, c.inferred);
+        }
+        if op == FileOp::Read {
+            for (b, n) in c.size_hist.iter().enumerate().filter(|(_, n)| **n > 0) {
+                let bytes = if b == 0 { 0 } else { 1u64 << (b - 1) };
+                h.add_read_sizes(bytes, *n);
+            }
+        }
+    }
+}
+
+impl Recorded {
+    /// Sum decoded records per pid and per path.
+    pub fn from_records(mut records: Vec<Record>) -> Recorded {
+        records.sort_by_key(|r| (r.pid, r.mono_ns));
+        let mut out = Recorded::default();
+        let mut index: BTreeMap<u32, usize> = BTreeMap::new();
+        for r in records {
+            out.lost.files += r.lost_files;
+            out.lost.fds += r.lost_fds;
+            out.lost.events += r.lost_events;
+            let program = String::from_utf8_lossy(&r.program).into_owned();
+            let at = *index.entry(r.pid).or_insert_with(|| {
+                out.processes.push(Process {
+                    pid: r.pid,
+                    ppid: r.ppid,
+                    program: program.clone(),
+                    stats: IoStats::with_histograms(0),
+                    files: Vec::new(),
+                    calls: BTreeMap::new(),
+                    images: 0,
+                });
+                out.processes.len() - 1
+            });
+            let p = &mut out.processes[at];
+            p.program = program;
+            p.images += 1;
+            let mut slot_paths = BTreeMap::new();
+            for f in &r.files {
+                let path = String::from_utf8_lossy(&f.path).into_owned();
+                slot_paths.insert(f.slot, path.clone());
+                let fi = match p.files.iter().position(|x| x.path == path) {
+                    Some(i) => i,
+                    None => {
+                        p.files.push(FileStats { path, stats: IoStats::new(0) });
+                        p.files.len() - 1
+                    }
+                };
+                for (op, c) in &f.ops {
+                    *p.calls.entry(op.name()).or_default() += c.count;
+                    if let Some(fop) = file_op(*op) {
+                        add_cell(&mut p.stats, fop, c);
+                        add_cell(&mut p.files[fi].stats, fop, c);
+                    }
+                }
+            }
+            for e in r.events {
+                let path = slot_paths.get(&e.slot).cloned().unwrap_or_default();
+                out.events.push((at, path, e));
+            }
+        }
+        out.events.sort_by_key(|(_, _, e)| e.start_ns);
+        out.processes.sort_by_key(|p| p.pid);
+        // Indices were taken before sorting by pid: redo them.
+        let order: BTreeMap<u32, usize> = out.processes.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+        let by_old: BTreeMap<usize, u32> = index.iter().map(|(pid, i)| (*i, *pid)).collect();
+        for (i, _, _) in &mut out.events {
+            *i = order[&by_old[i]];
+        }
+        out
+    }
+
+    /// The totals over every process.
+    pub fn total(&self) -> IoStats {
+        let mut t = IoStats::with_histograms(0);
+        for p in &self.processes {
+            t.merge(&p.stats);
+        }
+        t
+    }
+
+    /// Each per-call event as a [`FileEvent`] (start on `CLOCK_MONOTONIC`).
+    pub fn for_each_event(&self, mut f: impl FnMut(&FileEvent<'_>)) {
+        for (i, path, e) in &self.events {
+            let Some(op) = file_op(e.op) else { continue };
+            let p = &self.processes[*i];
+            let ok = e.result >= 0;
+            let bytes = matches!(op, FileOp::Read | FileOp::Write).then_some(e.result).filter(|_| ok);
+            f(&FileEvent {
+                op,
+                file: path,
+                buffer_size: 0,
+                offset: u64::try_from(e.offset).ok(),
+                bytes: bytes.map(|b| b as u64),
+                start: Duration::from_nanos(e.start_ns),
+                duration: Duration::from_nanos(e.dur_ns),
+                errno: None,
+                origin: Origin { pid: p.pid, tid: e.tid, program: &p.program },
+            });
+        }
+    }
+
+    /// The `--io-summary=json` object: the totals in the form of every
+    /// command's summary (same keys, same order), plus `processes` (each of
+    /// the same form after its `pid` and `program`, with `calls` and
+    /// `files`) and `lost` when non-zero.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.summary()).unwrap_or_default()
+    }
+
+    /// What [`Recorded::to_json`] serializes, in order.
+    pub fn summary(&self) -> Summary<'_> {
+        Summary {
+            total: self.total(),
+            processes: self
+                .processes
+                .iter()
+                .map(|p| ProcessSummary {
+                    pid: p.pid,
+                    program: &p.program,
+                    stats: &p.stats,
+                    calls: &p.calls,
+                    files: p.files.iter().map(|f| FileSummary { path: &f.path, stats: &f.stats }).collect(),
+                })
+                .collect(),
+            lost: (self.lost != Lost::default()).then_some(LostSummary {
+                files: self.lost.files,
+                fds: self.lost.fds,
+                events: self.lost.events,
+            }),
+        }
+    }
+}
+
+/// The `--io-summary=json` form of a recording.
+#[derive(Debug, Serialize)]
+pub struct Summary<'a> {
+    #[serde(flatten)]
+    total: IoStats,
+    processes: Vec<ProcessSummary<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost: Option<LostSummary>,
+}
+
+#[derive(Debug, Serialize)]
+struct ProcessSummary<'a> {
+    pid: u32,
+    program: &'a str,
+    #[serde(flatten)]
+    stats: &'a IoStats,
+    calls: &'a BTreeMap<&'static str, u64>,
+    files: Vec<FileSummary<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct FileSummary<'a> {
+    path: &'a str,
+    #[serde(flatten)]
+    stats: &'a IoStats,
+}
+
+#[derive(Debug, Serialize)]
+struct LostSummary {
+    files: u64,
+    fds: u64,
+    events: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kbx_preload::protocol::{decode, Encoder};
+
+    #[test]
+    fn sums_images_by_pid_and_maps_ops() {
+        let mut a = Encoder::new(10, 1, b"sh", 0);
+        a.file(0, b"/h/pubring.kbx");
+        a.call(0, Op::Open, 100, 0, false);
+        let mut b = Encoder::new(10, 1, b"gpg", 2);
+        b.file(0, b"/h/pubring.kbx");
+        b.call(0, Op::Read, 2000, 8192, false);
+        b.call(0, Op::Pread, 3000, 4096, false);
+        b.call(0, Op::Statx, 10, 0, false);
+        b.call(0, Op::Fstat, 10, 0, false);
+        b.call(0, Op::Mmap, 10, 4096, false);
+        b.event(&protocol::Event {
+            op: Op::Read,
+            slot: 0,
+            tid: 11,
+            start_ns: 5,
+            dur_ns: 2,
+            fd: 3,
+            offset: -1,
+            result: 8192,
+        });
+        let mut c = Encoder::new(12, 10, b"gpg-agent", 0);
+        c.file(0, b"pubring.kbx");
+        c.call(0, Op::Fopen, 1, 0, false);
+        let recs = [a, b, c].iter().map(|e| decode(&e.bytes).unwrap()).collect();
+        let r = Recorded::from_records(recs);
+        assert_eq!(r.processes.len(), 2);
+        let p = &r.processes[0];
+        assert_eq!((p.pid, p.program.as_str(), p.images), (10, "gpg", 2));
+        assert_eq!(p.stats.count(FileOp::Read), 2);
+        assert_eq!(p.stats.bytes_read, 8192 + 4096);
+        assert_eq!(p.stats.count(FileOp::Stat), 2);
+        assert_eq!(p.stats.count(FileOp::Mmap), 1);
+        assert_eq!(p.stats.count(FileOp::Open), 1);
+        assert_eq!(p.calls["pread"], 1);
+        assert_eq!(p.stats.histograms.as_ref().unwrap().durations[FileOp::Read.index()].count(), 2);
+        assert_eq!(r.processes[1].stats.total_events(), 0, "stdio calls are not system calls");
+        let json = r.to_json();
+        assert_eq!(json["events"]["read"], 2);
+        assert_eq!(json["events"]["mmap"], 1);
+        assert_eq!(json["events"]["total"], 6);
+        assert_eq!(json["processes"][0]["program"], "gpg");
+        assert_eq!(json["processes"][1]["calls"]["fopen"], 1);
+        assert!(json.get("lost").is_none());
+        let mut n = 0;
+        r.for_each_event(|e| {
+            n += 1;
+            assert_eq!((e.origin.pid, e.origin.tid, e.bytes), (10, 11, Some(8192)));
+        });
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn existing_summaries_keep_their_form() {
+        let s = IoStats::new(8192);
+        assert_eq!(
+            serde_json::to_string(&s).unwrap(),
+            r#"{"buffer_size":8192,"events":{"open":0,"read":0,"seek":0,"close":0,"stat":0,"total":0},"bytes_read":0,"logical_reads":0,"time_ns":{"open":0,"read":0,"seek":0,"close":0,"stat":0,"total":0}}"#
+        );
+    }
+}

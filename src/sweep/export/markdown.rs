@@ -1,0 +1,71 @@
+//! `--export-markdown`: every column of `sweep --wide` as a Markdown table.
+
+use std::fmt::Write as _;
+
+use super::Exporter;
+use crate::sweep::{SizeResult, Sweep};
+
+/// The Markdown exporter.
+#[derive(Debug, Clone, Copy)]
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn render(&self, sweep: &Sweep) -> Vec<u8> {
+        markdown(&sweep.results)
+    }
+}
+
+/// A Markdown table: every column of `sweep --wide`; the seed's own
+/// numbers and GnuPG's (gpgsm's or gpg's) when the results carry them.
+/// Times in seconds.
+pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
+    let seed = results.iter().any(|r| r.seed.is_some());
+    let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
+    let mut s = String::from(
+        "| buffer | file events | time (s), mean ± σ | reads | opens | seeks | bytes read | logical reads | user (s) | sys (s) | mean read (µs) |",
+    );
+    let mut rule = String::from("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    if seed {
+        s += " seed's events | ratio | seed's time (s) |";
+        rule += "--:|--:|--:|";
+    }
+    if let Some(tool) = gnupg {
+        let _ = write!(s, " {tool} events | {tool} time (s) |");
+        rule += "--:|--:|";
+    }
+    let _ = writeln!(s, "\n{rule}");
+    for r in results {
+        let _ = write!(
+            s,
+            "| {} | {} | {:.3} ± {:.3} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} |",
+            r.buffer(),
+            r.events.total(),
+            r.wall_s.mean,
+            r.wall_s.stddev,
+            r.events.read,
+            r.events.open,
+            r.events.seek,
+            r.bytes_read,
+            r.logical_reads,
+            r.user_s.median,
+            r.sys_s.median,
+            r.mean_read_ns / 1000.0
+        );
+        if seed {
+            let _ = match r.seed {
+                Some(x) => {
+                    write!(s, " {} | {:.3} | {:.0} |", x.events, r.events.total() as f64 / x.events as f64, x.time_s)
+                }
+                None => write!(s, " – | – | – |"),
+            };
+        }
+        if gnupg.is_some() {
+            let _ = match r.gnupg {
+                Some(x) => write!(s, " {} | {:.3} |", x.events, x.time_s),
+                None => write!(s, " – | – |"),
+            };
+        }
+        s.push('\n');
+    }
+    s.into_bytes()
+}

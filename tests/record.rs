@@ -1,0 +1,302 @@
+//! `kbxscope record`: its counts against `strace -f` on GnuPG's own
+//! commands, per process and operation; PROGRAM's output and status passed
+//! through unchanged; a recording of kbxscope equal to its own summary; the
+//! one-line notes for what cannot be seen; the json summary's form; the
+//! trace's complete events on the recorded process's track.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common::{bin, fixture, stderr, stdout, stop_gnupg_daemons};
+
+type Counts = BTreeMap<String, u64>;
+
+/// A fresh GNUPGHOME holding gnupg-mixed.kbx as pubring.kbx (gpg has made
+/// its trustdb and settled the keybox); its daemons are stopped on drop.
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Home {
+        let d = tempfile::tempdir().expect("temp dir");
+        std::fs::copy(fixture("gnupg-mixed.kbx"), d.path().join("pubring.kbx")).unwrap();
+        let h = Home(d);
+        for _ in 0..2 {
+            Command::new("gpg").args(["--homedir", h.path(), "--batch", "-k"]).output().expect("run gpg");
+        }
+        h
+    }
+
+    fn path(&self) -> &str {
+        self.0.path().to_str().unwrap()
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        stop_gnupg_daemons(self.0.path());
+    }
+}
+
+/// `kbxscope [global…] record -- PROGRAM ARGS…`.
+fn record(global: &[&str], program: &str, args: &[&str]) -> Output {
+    bin().args(global).args(["record", "--", program]).args(args).output().expect("run kbxscope record")
+}
+
+/// The record summary: the one JSON line on stderr with `processes`.
+fn summary(o: &Output) -> serde_json::Value {
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(lines.len(), 1, "one JSON line: {err}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON");
+    assert!(v["events"].is_object() && v["processes"].is_array(), "{v}");
+    v
+}
+
+/// Per process (sorted, pids dropped), the non-zero events of the summary.
+fn recorded_counts(v: &serde_json::Value) -> Vec<Counts> {
+    let mut out: Vec<Counts> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["events"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, n)| *k != "total" && n.as_u64() != Some(0))
+                .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+                .collect::<Counts>()
+        })
+        .filter(|c| !c.is_empty())
+        .collect();
+    out.sort();
+    out
+}
+
+/// strace's system call as record's operation name.
+fn strace_op(sys: &str, args: &str) -> Option<&'static str> {
+    Some(match sys {
+        "open" | "openat" | "creat" => "open",
+        "close" => "close",
+        "read" | "pread64" | "readv" | "preadv" | "preadv2" => "read",
+        "write" | "pwrite64" | "writev" => "write",
+        "lseek" => "seek",
+        "newfstatat" | "fstat" | "stat" | "lstat" | "statx" => "stat",
+        "access" | "faccessat" | "faccessat2" => "access",
+        "mmap" => "mmap",
+        "dup" | "dup2" | "dup3" => "dup",
+        "fcntl" if args.contains("F_DUPFD") => "dup",
+        "ftruncate" => "truncate",
+        "fsync" | "fdatasync" => "sync",
+        _ => return None,
+    })
+}
+
+/// `strace -f` of PROGRAM ARGS: per process (sorted), the calls on pubring.kbx.
+fn strace_counts(program: &str, args: &[&str]) -> Vec<Counts> {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let o = Command::new("strace")
+        .args(["-f", "-y", "-qq", "-e", "trace=%file,%desc,%process", "-o", log.to_str().unwrap(), program])
+        .args(args)
+        .output()
+        .expect("run strace");
+    assert!(log.exists(), "strace: {}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut pending: HashMap<u32, String> = HashMap::new();
+    let mut group: HashMap<u32, u32> = HashMap::new();
+    let mut counts: BTreeMap<u32, Counts> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((tid, rest)) = line.split_once(' ') else { continue };
+        let Ok(tid) = tid.trim().parse::<u32>() else { continue };
+        let rest = rest.trim_start();
+        let full = if let Some(head) = rest.strip_suffix("<unfinished ...>") {
+            pending.insert(tid, head.to_string());
+            continue;
+        } else if rest.starts_with("<...") {
+            let tail = rest.split_once("resumed>").map_or("", |(_, t)| t);
+            format!("{}{}", pending.remove(&tid).unwrap_or_default(), tail)
+        } else {
+            rest.to_string()
+        };
+        let Some((sys, args)) = full.split_once('(') else { continue };
+        if (sys == "clone" || sys == "clone3") && full.contains("CLONE_THREAD") {
+            if let Some(child) = full.rsplit("= ").next().and_then(|r| r.trim().parse::<u32>().ok()) {
+                let p = *group.get(&tid).unwrap_or(&tid);
+                group.insert(child, p);
+            }
+            continue;
+        }
+        if !(full.contains("pubring.kbx\"") || full.contains("pubring.kbx>")) {
+            continue;
+        }
+        if let Some(op) = strace_op(sys, args) {
+            let p = *group.get(&tid).unwrap_or(&tid);
+            *counts.entry(p).or_default().entry(op.to_string()).or_default() += 1;
+        }
+    }
+    let mut v: Vec<Counts> = counts.into_values().collect();
+    v.sort();
+    v
+}
+
+fn compare_with_strace(program: &str, args: &[&str], start_agent: bool) {
+    let home = Home::new();
+    let mut full = vec!["--homedir", home.path(), "--batch"];
+    full.extend_from_slice(args);
+    if start_agent {
+        // strace -f would wait for the agent gpgsm starts: start it first
+        // (it does not touch the keybox), which record then notes.
+        let o = Command::new("gpg-connect-agent").args(["--homedir", home.path(), "/bye"]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = record(&["--io-summary=json"], program, &full);
+    let ours = recorded_counts(&summary(&o));
+    if start_agent {
+        assert!(stderr(&o).contains("gpg-agent was already running"), "{}", stderr(&o));
+    }
+    let theirs = strace_counts(program, &full);
+    eprintln!("record: {ours:?}\nstrace: {theirs:?}");
+    assert!(!ours.is_empty() && ours.iter().any(|c| c.get("read").copied().unwrap_or(0) > 10), "{ours:?}");
+    assert_eq!(ours, theirs, "{program} {args:?}: record and strace -f differ");
+}
+
+fn gpg_k_equals_strace() {
+    compare_with_strace("gpg", &["-k"], false);
+}
+
+fn gpg_list_sigs_equals_strace() {
+    compare_with_strace("gpg", &["--list-sigs"], false);
+}
+
+fn gpg_check_sigs_equals_strace() {
+    compare_with_strace("gpg", &["--check-sigs"], false);
+}
+
+fn gpgsm_with_validation_equals_strace() {
+    compare_with_strace("gpgsm", &["-k", "--with-validation", "--disable-dirmngr"], true);
+}
+
+/// stdout, stderr and the status with and without record, for a command
+/// that succeeds, one that fails (exit 2) and one a signal ends.
+fn output_and_status_pass_through() {
+    let home = Home::new();
+    let h = home.path();
+    let cases: [(&str, Vec<&str>); 3] = [
+        ("gpg", vec!["--homedir", h, "--batch", "--check-sigs"]),
+        ("gpg", vec!["--homedir", h, "--batch", "--list-keys", "nobody@nowhere.invalid"]),
+        ("sh", vec!["-c", "echo out; echo err >&2; kill -TERM $$"]),
+    ];
+    for (program, args) in cases {
+        let plain = Command::new(program).args(&args).output().unwrap();
+        let rec = record(&[], program, &args);
+        assert_eq!(stdout(&plain), stdout(&rec), "{program} {args:?}: stdout");
+        assert_eq!(stderr(&plain), stderr(&rec), "{program} {args:?}: stderr");
+        use std::os::unix::process::ExitStatusExt;
+        let want = plain.status.code().unwrap_or_else(|| 128 + plain.status.signal().unwrap());
+        assert_eq!(rec.status.code(), Some(want), "{program} {args:?}: status");
+    }
+    let failed =
+        Command::new("gpg").args(["--homedir", h, "--batch", "--list-keys", "nobody@nowhere.invalid"]).status();
+    assert_eq!(failed.unwrap().code(), Some(2), "gpg's status for a missing key");
+}
+
+/// A recording of `kbxscope --io-summary=json list --check-sigs` counts
+/// what kbxscope's own summary counts (its stat is statx on the open fd).
+fn record_of_kbxscope_equals_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let me = env!("CARGO_BIN_EXE_kbxscope");
+    let o = record(&["--io-summary=json"], me, &["--io-summary=json", "list", "--check-sigs", kbx.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let inner: serde_json::Value =
+        serde_json::from_str(err.lines().find(|l| l.starts_with("{\"buffer_size\":65536")).expect("inner summary"))
+            .unwrap();
+    let outer: serde_json::Value =
+        serde_json::from_str(err.lines().find(|l| l.contains("\"processes\"")).expect("record summary")).unwrap();
+    let procs = outer["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{outer}");
+    assert_eq!(procs[0]["program"], "kbxscope");
+    assert_eq!(procs[0]["events"], inner["events"], "per operation");
+    assert_eq!(outer["events"], inner["events"], "the total");
+    assert_eq!(procs[0]["bytes_read"], inner["bytes_read"]);
+    assert_eq!(procs[0]["calls"]["statx"], inner["events"]["stat"], "std's fstat is statx");
+}
+
+/// A statically linked program runs, and record says in one line that it
+/// saw nothing instead of printing zeros.
+fn static_program_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("s.c");
+    std::fs::write(&src, "#include <stdio.h>\nint main(void){puts(\"static\");return 3;}\n").unwrap();
+    let exe = dir.path().join("s");
+    let st = Command::new("cc").args(["-static", "-O", "-o"]).arg(&exe).arg(&src).status().unwrap();
+    if !st.success() {
+        crate::common::skip_part("record::static_program_is_named", "cc -static failed (no static libc)");
+        return;
+    }
+    let o = record(&["--io-summary=json"], exe.to_str().unwrap(), &[]);
+    assert_eq!(stdout(&o), "static\n");
+    assert_eq!(o.status.code(), Some(3));
+    let err = stderr(&o);
+    assert_eq!(err.lines().filter(|l| l.contains("is statically linked: nothing can be recorded")).count(), 1, "{err}");
+    assert!(!err.contains('{'), "no summary of zeros: {err}");
+}
+
+/// The text summary has a table per process and a total; the json one is
+/// one line (checked by [`summary`]).
+fn summaries_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let o = record(&["--io-summary"], "cat", &[kbx.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_eq!(o.stdout, std::fs::read(&kbx).unwrap(), "cat's output passes through");
+    let err = stderr(&o);
+    assert!(err.contains("record: cat (pid "), "{err}");
+    assert!(err.contains("record: total over 1 process"), "{err}");
+    let o = record(&["--io-summary=json"], "cat", &[kbx.to_str().unwrap()]);
+    let v = summary(&o);
+    assert_eq!(v["processes"][0]["program"], "cat");
+    assert_eq!(v["events"]["open"], 1);
+    assert_eq!(v["bytes_read"], std::fs::metadata(&kbx).unwrap().len());
+}
+
+/// `--trace-out T --trace-level event`: the recorded calls are complete
+/// events on the recorded process's track, which is named.
+fn trace_has_the_recorded_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let trace: PathBuf = dir.path().join("t.json");
+    let me = env!("CARGO_BIN_EXE_kbxscope");
+    let o = record(
+        &["--io-summary=json", "--trace-out", trace.to_str().unwrap(), "--trace-level", "event"],
+        me,
+        &["stats", kbx.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = summary(&o);
+    let pid = v["processes"][0]["pid"].as_u64().unwrap();
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(Path::new(&trace)).unwrap()).unwrap();
+    let x: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X" && e["pid"] == pid).collect();
+    assert_eq!(x.len() as u64, v["events"]["total"].as_u64().unwrap(), "one complete event per call");
+    assert!(x.iter().all(|e| e["dur"].as_f64().is_some() && e["ts"].as_f64().is_some_and(|t| t >= 0.0)));
+    assert!(x.iter().any(|e| e["name"] == "read" && e["args"]["bytes"].as_u64().is_some()));
+    assert!(events.iter().any(|e| e["pid"] == pid && e["name"] == "process_name"), "the track is named");
+}
+
+crate::tests![
+    gpg_k_equals_strace needs ["gpg", "strace"],
+    gpg_list_sigs_equals_strace needs ["gpg", "strace"],
+    gpg_check_sigs_equals_strace needs ["gpg", "strace"],
+    gpgsm_with_validation_equals_strace needs ["gpg", "gpgsm", "gpg-connect-agent", "gpgconf", "strace"],
+    output_and_status_pass_through needs ["gpg", "gpgconf"],
+    record_of_kbxscope_equals_its_summary,
+    static_program_is_named needs ["cc"],
+    summaries_text_and_json needs ["cat"],
+    trace_has_the_recorded_calls,
+];
