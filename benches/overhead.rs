@@ -42,7 +42,7 @@ fn rescans(path: &Path, observer: Option<Arc<dyn IoObserver>>) -> u64 {
     for _ in 0..10 {
         f.rewind().unwrap();
         let out = kbxscope::workload::stats::run(&mut f);
-        assert!(out.error.is_none());
+        assert!(out.fatal.is_none());
     }
     drop(f);
     tally.snapshot().events.total()

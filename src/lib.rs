@@ -59,7 +59,7 @@
 //! let mut reader = BufferedReader::new(Cursor::new(header), BufferSize::Bytes(8192));
 //! let outcome = kbxscope::workload::stats::run(&mut reader);
 //! assert_eq!(outcome.stats.header, 1);
-//! assert!(outcome.error.is_none());
+//! assert!(outcome.fatal.is_none());
 //! // One read fills the buffer with all 32 bytes, one more finds the end.
 //! assert_eq!(reader.stats().events.read, 2);
 //! ```

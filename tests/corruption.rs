@@ -49,7 +49,7 @@ fn every_pass(bytes: &[u8], case: &str, depth: Depth) -> Vec<ScanError> {
     let started = Instant::now();
     let mut errors = Vec::new();
     let mut r = BufferedReader::new(Cursor::new(bytes), BufferSize::Bytes(64)).with_limit(bytes.len() as u64);
-    errors.extend(workload::stats::run(&mut r).error);
+    errors.extend(workload::stats::run(&mut r).fatal);
     if depth >= Depth::Decoding {
         r.rewind().unwrap();
         let out = workload::list::run(&mut r, workload::TypeFilter::All, |_| {});
@@ -107,7 +107,7 @@ fn lookups_report_a_truncated_skipped_blob() {
         let want = workload::stats::run(
             &mut BufferedReader::new(Cursor::new(&bytes[..]), BufferSize::Bytes(4096)).with_limit(bytes.len() as u64),
         )
-        .error
+        .fatal
         .expect("the listing pass reports the cut blob");
         assert_eq!((want.index, want.offset), (blobs, intact.len() as u64), "{want}");
         for lookup in [Strategy::Gnupg, Strategy::Scan, Strategy::Index] {

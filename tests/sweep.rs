@@ -353,13 +353,156 @@ fn metrics_and_trace_during_a_sweep() {
     assert!(t.as_array().is_some_and(|events| !events.is_empty()));
 }
 
+/// A GnuPG home holding gnupg-mixed.kbx (and, for gpgsm, its trustlist),
+/// the program's command run once in it (gpg's trustdb, gpgsm's agent);
+/// its daemons stopped on drop.
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new(tool: &str, args: &[&str]) -> Home {
+        let d = tempfile::tempdir().unwrap();
+        if tool == "gpgsm" {
+            std::fs::copy(fixture("gnupg-mixed.trustlist.txt"), d.path().join("trustlist.txt")).unwrap();
+        }
+        let h = Home(d);
+        h.fresh();
+        std::process::Command::new(tool).args(h.argv(args)).output().unwrap();
+        h
+    }
+
+    /// A fresh copy of the keybox, as the sweep gives every run.
+    fn fresh(&self) {
+        std::fs::copy(fixture("gnupg-mixed.kbx"), self.0.path().join("pubring.kbx")).unwrap();
+    }
+
+    fn argv<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut v = vec!["--homedir", self.0.path().to_str().unwrap(), "--batch"];
+        v.extend_from_slice(args);
+        v
+    }
+
+    /// `kbxscope record -- TOOL ARGS`: open, read, seek, close and access
+    /// on the keybox.
+    fn recorded(&self, tool: &str, args: &[&str]) -> u64 {
+        self.fresh();
+        let o = crate::common::bin()
+            .args(["--io-summary=json", "record", "--", tool])
+            .args(self.argv(args))
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        let line = err.lines().find(|l| l.contains("\"processes\"")).unwrap_or_else(|| panic!("{err}"));
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        ["open", "read", "seek", "close", "access"].iter().map(|op| v["events"][op].as_u64().unwrap_or(0)).sum()
+    }
+
+    /// strace's count of the same calls, an independent source.
+    fn straced(&self, tool: &str, args: &[&str]) -> u64 {
+        self.fresh();
+        let log = self.0.path().join("strace.log");
+        let o = std::process::Command::new("strace")
+            .args(["-f", "-y", "-qq", "-s", "0", "-e", "trace=openat,read,lseek,close,access", "-o"])
+            .arg(&log)
+            .arg(tool)
+            .args(self.argv(args))
+            .output()
+            .unwrap();
+        let text = std::fs::read_to_string(&log).unwrap_or_else(|_| panic!("strace: {}", stderr(&o)));
+        let keybox = self.0.path().join("pubring.kbx").to_string_lossy().into_owned();
+        text.lines().filter(|l| l.contains(&format!("{keybox}>")) || l.contains(&format!("\"{keybox}\""))).count()
+            as u64
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        crate::common::stop_gnupg_daemons(self.0.path());
+    }
+}
+
+/// Whether TOOL takes --kbx-buffer-size (GnuPG 2.4.2 / 2.2.42 and later).
+fn has_buffer_option(tool: &str) -> bool {
+    std::process::Command::new(tool).args(["--kbx-buffer-size", "8", "--version"]).output().unwrap().status.success()
+}
+
+/// `sweep --program TOOL` at 0 (8 KiB) and 64: the program's 8 KiB events
+/// equal `record`'s and strace's on the same home, the model column equals
+/// kbxscope's own summary, and 64 KiB runs only if TOOL can read with it.
+fn program_beside_its_model(tool: &str, workload: &str, args: &[&str], ours: &[&str]) {
+    let kbx = fixture("gnupg-mixed.kbx");
+    let trust = fixture("gnupg-mixed.trustlist.txt");
+    let mut sweep = vec!["sweep", kbx.to_str().unwrap(), "--program", tool, "--workload", workload];
+    sweep.extend(["--trustlist", trust.to_str().unwrap(), "--sizes", "0,64", "--runs", "1", "--warmup", "0"]);
+    sweep.extend(["--export-json", "-"]);
+    let o = run(&sweep);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stderr(&o);
+    eprintln!("{table}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["program"].as_str().unwrap().starts_with(&format!("{tool} {}", args.join(" "))), "{v}");
+    let rows = v["results"].as_array().unwrap();
+    let program = rows[0]["program"]["events"].as_u64().unwrap();
+    let home = Home::new(tool, args);
+    let (recorded, straced) = (home.recorded(tool, args), home.straced(tool, args));
+    let mut single = vec!["--io-summary=json", "--kbx-buffer-size=0"];
+    single.extend_from_slice(ours);
+    single.extend(["--trustlist", trust.to_str().unwrap(), kbx.to_str().unwrap()]);
+    let model = io_summary(&run(&single))["events"]["total"].as_u64().unwrap();
+    eprintln!("{tool} at 8 KiB: program {program}, record {recorded}, strace {straced}, model {model}");
+    assert_eq!(program, recorded, "the sweep's row and kbxscope record");
+    assert_eq!(program, straced, "the sweep's row and strace");
+    assert_eq!(rows[0]["events"]["total"].as_u64(), Some(model), "the model column and kbxscope's own summary");
+    let ratio = format!("{:.3}", program as f64 / model as f64);
+    let row = table.lines().find(|l| l.trim_start().starts_with("8 KiB")).unwrap();
+    assert!(row.contains(&ratio), "{row}: ratio {ratio}");
+    if has_buffer_option(tool) {
+        assert!(rows[1]["program"]["events"].as_u64().unwrap() < program, "{v}");
+    } else {
+        assert!(rows[1]["program"]["not_run"].as_str().unwrap().contains("no --kbx-buffer-size"), "{v}");
+        let row = table.lines().find(|l| l.trim_start().starts_with("64 KiB")).unwrap();
+        assert!(row.contains("not run"), "{table}");
+        assert!(table.contains("not run: ") && table.contains("has no --kbx-buffer-size"), "{table}");
+    }
+}
+
+fn program_gpgsm_recorded_beside_its_model() {
+    let args = ["-k", "--with-validation", "--disable-dirmngr"];
+    program_beside_its_model("gpgsm", "validate", &args, &["list", "--with-validation"]);
+}
+
+fn program_gpg_check_sigs_recorded_beside_its_model() {
+    program_beside_its_model("gpg", "check-sigs", &["--check-sigs"], &["list", "--check-sigs"]);
+}
+
+/// `--with-gpgsm` counts from inside by default; `--count-with strace`
+/// gives the same number.
+fn with_gpgsm_record_and_strace_count_alike() {
+    let kbx = fixture("gnupg-mixed.kbx");
+    let count = |extra: &[&str]| {
+        let mut args = vec!["sweep", kbx.to_str().unwrap(), "--sizes", "0", "--runs", "1", "--warmup", "0"];
+        args.extend(["--with-gpgsm", "--export-json", "-"]);
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["results"][0]["gnupg"]["events"].as_u64().unwrap(), stderr(&o))
+    };
+    let ((inside, table), (outside, straced)) = (count(&[]), count(&["--count-with", "strace"]));
+    assert_eq!(inside, outside, "record and strace");
+    assert!(table.contains("recorded from inside"), "{table}");
+    assert!(straced.contains("counted by strace"), "{straced}");
+}
+
 crate::tests![
     rows_match_single_runs_and_fall_with_the_buffer,
     exports_and_bad_paths,
-    with_gpgsm_puts_gnupg_beside_us needs ["gpgsm", "strace"],
+    with_gpgsm_puts_gnupg_beside_us needs ["gpgsm"],
     exports_to_stdout_hold_only_the_export,
     trustlists_next_to_a_keybox_and_a_missing_keybox_first,
     sizes_in_any_spelling_and_a_narrow_table,
     a_keybox_changed_during_a_sweep_is_reported,
     metrics_and_trace_during_a_sweep,
+    program_gpgsm_recorded_beside_its_model needs ["gpgsm", "gpgconf", "strace"],
+    program_gpg_check_sigs_recorded_beside_its_model needs ["gpg", "gpgconf", "strace"],
+    with_gpgsm_record_and_strace_count_alike needs ["gpgsm", "gpgconf", "strace"],
 ];

@@ -216,6 +216,16 @@ pub struct SweepArgs {
     /// without, beside ours. PATH: the gpg to run.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpg", conflicts_with = "with_gpgsm")]
     pub with_gpg: Option<PathBuf>,
+    /// How --with-gpg, --with-gpgsm and --program count GnuPG's file events:
+    /// record = from inside, with kbxscope's interposer; strace = from outside.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = super::gnupg::Counter::Record)]
+    pub count_with: super::gnupg::Counter,
+    /// Sweep a real GnuPG instead: at each size run PROGRAM (gpgsm, gpg or a
+    /// path, whose name says which) on a fresh copy of the keybox with
+    /// --kbx-buffer-size, its events recorded from inside; kbxscope's own
+    /// run of the workload is the `model` column beside it.
+    #[arg(long, value_name = "PROGRAM", conflicts_with_all = ["with_gpg", "with_gpgsm"])]
+    pub program: Option<PathBuf>,
 }
 
 /// `--export-NAME FILE` for every export format ([`Format::ALL`]): the

@@ -1,16 +1,17 @@
-//! `sweep --with-gpgsm` and `--with-gpg`: GnuPG's own numbers beside
-//! kbxscope's, from one runner for every GnuPG program.
+//! `sweep --with-gpgsm`, `--with-gpg` and `--program`: GnuPG's own
+//! numbers, from one runner for every GnuPG program.
 //!
 //! In a temporary GNUPGHOME holding a fresh copy of the keybox (as
 //! `pubring.kbx`) for every run — gpg's compress run and gpgsm may rewrite
-//! a keybox — the program runs once under strace, which counts its system
-//! calls on the keybox (open, read, lseek, close, access), and once
-//! without, for the time. A program without `--kbx-buffer-size` (GnuPG
-//! before 2.4.2 / 2.2.42) runs only at its fixed 8 KiB. Each [`Program`]
-//! says what it runs: gpgsm validates (`-k --with-validation
-//! --disable-dirmngr`, with the trustlist in the home), gpg lists or
-//! checks signatures (`--list-sigs`, `--check-sigs`). A further program
-//! (keyboxd's clients, a program recorded from inside) is one more variant.
+//! a keybox — the program runs without instrumentation for the time, then
+//! once more for the count: by default under kbxscope's interposer
+//! ([`Counter::Record`], the machinery of `record`), or under strace
+//! ([`Counter::Strace`]). Both count the same calls on the keybox: open,
+//! read, lseek, close and access. A program without `--kbx-buffer-size`
+//! (GnuPG before 2.4.2 / 2.2.42) runs only at its fixed 8 KiB. Each
+//! [`Program`] says what it runs: gpgsm validates (`-k --with-validation
+//! --disable-dirmngr`, with the trustlist in the home), gpg lists or checks
+//! signatures (`--list-sigs`, `--check-sigs`), either lists (`-k`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -19,9 +20,32 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::output::write_file;
+use kbxscope::events::FileOp;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
 use kbxscope::openpgp::Mode;
-use kbxscope::sweep::{GnupgRow, SweepSize};
+use kbxscope::sweep::{GnupgRow, ProgramRow, SweepSize, Times, Workload};
+
+/// How a GnuPG program's file events are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Counter {
+    /// From inside, with kbxscope's interposer (as `record` does).
+    Record,
+    /// From outside, with strace (slower: it stops the program at every call).
+    Strace,
+}
+
+impl Counter {
+    fn name(self) -> &'static str {
+        match self {
+            Counter::Record => "record",
+            Counter::Strace => "strace",
+        }
+    }
+}
+
+/// The calls both counters count on the keybox (strace's `openat`, `read`,
+/// `lseek`, `close`, `access`).
+const COUNTED: [FileOp; 5] = [FileOp::Open, FileOp::Read, FileOp::Seek, FileOp::Close, FileOp::Access];
 
 /// What GnuPG program runs, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,22 +54,39 @@ pub enum Program {
     GpgsmValidate,
     /// `gpg --list-sigs` or `gpg --check-sigs`.
     GpgSigs(Mode),
+    /// `gpgsm -k`.
+    GpgsmList,
+    /// `gpg -k`.
+    GpgList,
 }
 
 impl Program {
-    /// The executable's name (on `PATH`, and the Debian package).
-    fn tool(self) -> &'static str {
-        match self {
-            Program::GpgsmValidate => "gpgsm",
-            Program::GpgSigs(_) => "gpg",
+    /// What `sweep --program PROGRAM` runs for `workload`: PROGRAM's file
+    /// name says gpg or gpgsm.
+    ///
+    /// # Errors
+    /// A program that is neither, or a workload it has no command for.
+    pub fn for_sweep(program: &Path, workload: &Workload) -> Result<Self> {
+        let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let gpgsm = name.starts_with("gpgsm");
+        if !gpgsm && !name.starts_with("gpg") {
+            bail!("--program: '{}' is neither gpg nor gpgsm (its file name says which)", program.display());
         }
+        Ok(match (gpgsm, workload) {
+            (true, Workload::Validate(_)) => Program::GpgsmValidate,
+            (true, Workload::List) => Program::GpgsmList,
+            (false, Workload::Sigs(mode, _)) => Program::GpgSigs(*mode),
+            (false, Workload::List) => Program::GpgList,
+            (true, w) => bail!("--program gpgsm goes with --workload validate or list, not {}", w.name()),
+            (false, w) => bail!("--program gpg goes with --workload with-sigs, check-sigs or list, not {}", w.name()),
+        })
     }
 
-    /// The option that asked for it.
-    fn option(self) -> &'static str {
+    /// The executable's name (on `PATH`, and the Debian package).
+    pub fn tool(self) -> &'static str {
         match self {
-            Program::GpgsmValidate => "--with-gpgsm",
-            Program::GpgSigs(_) => "--with-gpg",
+            Program::GpgsmValidate | Program::GpgsmList => "gpgsm",
+            Program::GpgSigs(_) | Program::GpgList => "gpg",
         }
     }
 
@@ -55,6 +96,7 @@ impl Program {
             Program::GpgsmValidate => &["-k", "--with-validation", "--disable-dirmngr"],
             Program::GpgSigs(Mode::WithSigs) => &["--list-sigs"],
             Program::GpgSigs(Mode::CheckSigs) => &["--check-sigs"],
+            Program::GpgsmList | Program::GpgList => &["-k"],
         }
     }
 
@@ -62,24 +104,54 @@ impl Program {
     /// 1 when a certificate does not validate; gpg 1 or 2 when a signature
     /// is bad or a key is missing).
     fn finished(self, status: ExitStatus) -> bool {
-        match self {
-            Program::GpgsmValidate => status.success() || status.code() == Some(1),
-            Program::GpgSigs(_) => status.success() || matches!(status.code(), Some(1 | 2)),
+        match self.tool() {
+            "gpgsm" => status.success() || status.code() == Some(1),
+            _ => status.success() || matches!(status.code(), Some(1 | 2)),
         }
     }
 
     /// Whether strace follows forks (gpg's keybox calls are all its own,
     /// but it is traced with `-f` as it always was here).
     fn follow_forks(self) -> bool {
-        matches!(self, Program::GpgSigs(_))
+        self.tool() == "gpg"
     }
+}
+
+/// One size's measurement of a program: the events of one run and the
+/// times of the timed runs.
+struct Measured {
+    events: u64,
+    wall: Vec<f64>,
+    user: Vec<f64>,
+    sys: Vec<f64>,
+}
+
+/// Why a program does not run at a buffer size.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotRun {
+    /// It has no `--kbx-buffer-size`: it reads with its 8 KiB only.
+    #[error("{version} has no --kbx-buffer-size (8 KiB only)")]
+    NoBufferOption {
+        /// The program's version line.
+        version: String,
+    },
+    /// GnuPG's option cannot say this size (not a multiple of 8 KiB).
+    #[error("--kbx-buffer-size cannot express {size}")]
+    Inexpressible {
+        /// The size as shown.
+        size: String,
+    },
 }
 
 /// A temporary GnuPG home for one program's runs.
 pub struct GnupgRunner {
     program: Program,
     exe: PathBuf,
-    strace: PathBuf,
+    counter: Counter,
+    /// strace, when it counts.
+    strace: Option<PathBuf>,
+    /// The program's `--version` first line (`gpgsm (GnuPG) 2.2.40`).
+    version: String,
     home: tempfile::TempDir,
     keybox: Vec<u8>,
     /// Whether this program has `--kbx-buffer-size`.
@@ -88,16 +160,27 @@ pub struct GnupgRunner {
 
 impl GnupgRunner {
     /// Prepare a home for `program` (the executable `given`, else found on
-    /// `PATH`) with the keybox, read through the instrumented layer on a
-    /// tally of its own, and for gpgsm the trustlist. The program runs once
-    /// before any measurement (gpg makes its trustdb, gpgsm starts its
-    /// agent).
+    /// `PATH`; `option` asked for it) with the keybox, read through the
+    /// instrumented layer on a tally of its own, and for gpgsm the
+    /// trustlist. The program runs its command once before any measurement
+    /// (gpg makes its trustdb, gpgsm starts its agent, which then is not
+    /// counted).
     ///
     /// # Errors
     /// The program or strace missing, or the files cannot be copied.
-    pub fn new(program: Program, given: Option<&Path>, keybox: &Path, trustlist: Option<&Path>) -> Result<Self> {
-        let exe = super::tools::find(program.option(), program.tool(), given)?;
-        let strace = super::tools::find(program.option(), "strace", None)?;
+    pub fn new(
+        program: Program,
+        option: &str,
+        given: Option<&Path>,
+        keybox: &Path,
+        trustlist: Option<&Path>,
+        counter: Counter,
+    ) -> Result<Self> {
+        let exe = super::tools::find(option, program.tool(), given)?;
+        let strace = match counter {
+            Counter::Strace => Some(super::tools::find(option, "strace", None)?),
+            Counter::Record => None,
+        };
         let home = tempfile::Builder::new().prefix(&format!("kbxscope-{}-", program.tool())).tempdir()?;
         let mut f = KeyboxFile::open(keybox, &IoTally::new(BufferSize::default()))?;
         let mut bytes = Vec::new();
@@ -109,7 +192,7 @@ impl GnupgRunner {
                 break;
             }
         }
-        if let (Program::GpgsmValidate, Some(t)) = (program, trustlist) {
+        if let ("gpgsm", Some(t)) = (program.tool(), trustlist) {
             let text = super::textfile::read_text(t, 1 << 20)?;
             write_file(&home.path().join("trustlist.txt"), text.as_bytes(), true)?;
         }
@@ -117,13 +200,24 @@ impl GnupgRunner {
             .args(["--kbx-buffer-size", "8", "--version"])
             .output()
             .with_context(|| format!("cannot run {}", program.tool()))?;
-        let runner = Self { program, exe, strace, home, keybox: bytes, has_buffer_option: probe.status.success() };
-        // gpgsm starts its agent on the keybox; gpg makes its trustdb on
-        // an empty home. Outside the measurements either way.
-        if program == Program::GpgsmValidate {
-            runner.fresh_copy()?;
-        }
-        let _ = runner.command(None).arg("-k").stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let version = Command::new(&exe).arg("--version").output().map_or_else(
+            |_| program.tool().to_string(),
+            |o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or(program.tool()).to_string(),
+        );
+        let runner = Self {
+            program,
+            exe,
+            counter,
+            strace,
+            version,
+            home,
+            keybox: bytes,
+            has_buffer_option: probe.status.success(),
+        };
+        // gpgsm starts its agent, gpg makes its trustdb: outside the
+        // measurements.
+        runner.fresh_copy()?;
+        let _ = runner.command(None).args(program.args()).stdout(Stdio::null()).stderr(Stdio::null()).status();
         Ok(runner)
     }
 
@@ -141,38 +235,117 @@ impl GnupgRunner {
         c
     }
 
-    /// The program's row for a size, if it can read with it: sizes GnuPG
-    /// can express (a number of KiB; 0 = its 8 KiB default), or only 8 KiB
-    /// for a program without `--kbx-buffer-size`.
-    ///
-    /// # Errors
-    /// The program or strace cannot be run, or failed.
-    pub fn at(&mut self, s: &SweepSize) -> Result<Option<GnupgRow>> {
+    /// The command each run is, with the program's version and the counter:
+    /// `gpgsm -k --with-validation --disable-dirmngr (gpgsm (GnuPG) 2.2.40),
+    /// counted with record`.
+    pub fn describe(&self) -> String {
+        let (tool, args) = (self.program.tool(), self.program.args().join(" "));
+        format!("{tool} {args} ({}), counted with {}", self.version, self.counter.name())
+    }
+
+    /// How the program reads with a size: `--kbx-buffer-size K` (a number
+    /// of KiB, 0 = its 8 KiB default), its built-in 8 KiB (no option), or
+    /// not at all, and why.
+    fn buffer_kib(&self, s: &SweepSize) -> Result<Option<u64>, NotRun> {
         let bytes = s.size.bytes() as u64;
         if !self.has_buffer_option {
-            return Ok(if bytes == 8192 { Some(self.run(None)?) } else { None });
+            return match bytes {
+                8192 => Ok(None),
+                _ => Err(NotRun::NoBufferOption { version: self.version.clone() }),
+            };
         }
         match s.label.parse::<u64>() {
-            Ok(kib) => Ok(Some(self.run(Some(kib))?)),
-            Err(_) if bytes > 0 && bytes.is_multiple_of(8192) => Ok(Some(self.run(Some(bytes / 1024))?)),
-            Err(_) => Ok(None),
+            Ok(kib) => Ok(Some(kib)),
+            Err(_) if bytes > 0 && bytes.is_multiple_of(8192) => Ok(Some(bytes / 1024)),
+            Err(_) => Err(NotRun::Inexpressible { size: s.size.to_string() }),
         }
     }
 
-    fn run(&mut self, kib: Option<u64>) -> Result<GnupgRow> {
+    /// The program's row beside ours (`--with-gpgsm`, `--with-gpg`) for a
+    /// size, if it can read with it: one timed run, one counted.
+    ///
+    /// # Errors
+    /// The program or its counter cannot be run, or failed.
+    pub fn at(&mut self, s: &SweepSize) -> Result<Option<GnupgRow>> {
+        let Ok(kib) = self.buffer_kib(s) else { return Ok(None) };
+        let m = self.measure(kib, 0, 1)?;
+        let (tool, counted_with) = (self.program.tool(), self.counter.name());
+        Ok(Some(GnupgRow { tool, events: m.events, time_s: m.wall[0], counted_with }))
+    }
+
+    /// The program's row for `sweep --program`: `warmup` untimed runs,
+    /// `runs` timed ones, one counted; or why it cannot run at this size.
+    ///
+    /// # Errors
+    /// The program or its counter cannot be run, or failed.
+    pub fn program_row(&mut self, s: &SweepSize, warmup: usize, runs: usize) -> Result<ProgramRow> {
+        let tool = self.program.tool();
+        let kib = match self.buffer_kib(s) {
+            Ok(k) => k,
+            Err(why) => return Ok(ProgramRow::not_run(tool, why.to_string())),
+        };
+        let m = self.measure(kib, warmup, runs.max(1))?;
+        Ok(ProgramRow {
+            tool,
+            not_run: None,
+            events: m.events,
+            wall_s: Times::new(m.wall),
+            user_s: Times::new(m.user),
+            sys_s: Times::new(m.sys),
+        })
+    }
+
+    /// `warmup` plain runs, `runs` timed (wall and the child's CPU time),
+    /// then one counted run; each on a fresh copy of the keybox.
+    fn measure(&mut self, kib: Option<u64>, warmup: usize, runs: usize) -> Result<Measured> {
         let (tool, args) = (self.program.tool(), self.program.args());
-        self.fresh_copy()?;
-        let started = Instant::now();
-        let status = self.command(kib).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
-        let seconds = started.elapsed().as_secs_f64();
-        if !self.program.finished(status) {
-            bail!("{tool} {} failed: {status}", args.join(" "));
+        let mut m = Measured { events: 0, wall: Vec::new(), user: Vec::new(), sys: Vec::new() };
+        for k in 0..warmup + runs {
+            self.fresh_copy()?;
+            let (u0, s0) = kbxscope::sweep::children_cpu_times();
+            let started = Instant::now();
+            let status = self.command(kib).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+            let seconds = started.elapsed().as_secs_f64();
+            let (u1, s1) = kbxscope::sweep::children_cpu_times();
+            if !self.program.finished(status) {
+                bail!("{tool} {} failed: {status}", args.join(" "));
+            }
+            if k >= warmup {
+                m.wall.push(seconds);
+                m.user.push(u1.saturating_sub(u0).as_secs_f64());
+                m.sys.push(s1.saturating_sub(s0).as_secs_f64());
+            }
         }
         self.fresh_copy()?;
+        m.events = match &self.strace {
+            Some(strace) => self.count_strace(strace, kib)?,
+            None => self.count_record(kib)?,
+        };
+        Ok(m)
+    }
+
+    /// One run under the interposer: its calls on the home's keybox.
+    fn count_record(&self, kib: Option<u64>) -> Result<u64> {
+        let (tool, args) = (self.program.tool(), self.program.args());
+        let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
+        let mut cmd = self.command(kib);
+        cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+        let run = super::record::run_preloaded(&mut cmd, &keybox, None, None)?
+            .with_context(|| format!("cannot run {tool}"))?;
+        if !self.program.finished(run.status) {
+            bail!("{tool} {} under the interposer failed: {}", args.join(" "), run.status);
+        }
+        let total = run.recorded.total();
+        Ok(COUNTED.iter().map(|op| total.count(*op)).sum())
+    }
+
+    /// One run under strace: its lines naming the home's keybox.
+    fn count_strace(&self, strace: &Path, kib: Option<u64>) -> Result<u64> {
+        let (tool, args) = (self.program.tool(), self.program.args());
         let trace = self.home.path().join("strace.txt");
         let cmd = self.command(kib);
         let follow: &[&str] = if self.program.follow_forks() { &["-f"] } else { &[] };
-        let status = Command::new(&self.strace)
+        let status = Command::new(strace)
             .args(follow)
             .args(["-y", "-qq", "-s", "0", "-e", "trace=openat,read,lseek,close,access", "-o"])
             .arg(&trace)
@@ -186,8 +359,7 @@ impl GnupgRunner {
             bail!("strace {tool} failed: {status}");
         }
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
-        let events = super::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?;
-        Ok(GnupgRow { tool, events, time_s: seconds })
+        Ok(super::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?)
     }
 }
 

@@ -148,7 +148,7 @@ fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
         out.write_all(outcome.stats.render_kbxutil().as_bytes())?;
     }
     out.flush()?;
-    match outcome.error {
+    match outcome.fatal {
         Some(e) => Err(report(path, &e).into()),
         None => Ok(ExitCode::SUCCESS),
     }

@@ -26,7 +26,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -50,43 +50,19 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
     let name = program.to_string_lossy().into_owned();
     let statically = read_head(&exe).and_then(|h| record::elf::is_static(&h)).unwrap_or(false);
     let running = running_daemons(args);
-    let library = install_library()?;
-    let dir =
-        tempfile::Builder::new().prefix("kbxscope-record-").tempdir().context("cannot make a record directory")?;
-    let dir_path = dir.path().to_path_buf();
-    interrupt::on_interrupt(Box::new(move |_| {
-        let _ = std::fs::remove_dir_all(&dir_path);
-    }));
+    let watch = if a.watch.is_empty() { record::DEFAULT_WATCH.join(":") } else { a.watch.join(":") };
     let events = (cli.trace_out.is_some() && cli.trace_level >= TraceLevel::Event)
         .then(|| cli.trace_max_events.min(record::MAX_EVENTS));
-
     let mut cmd = Command::new(&exe);
     cmd.arg0(program).args(args);
-    let mut preload = library.clone().into_os_string();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload.push(":");
-        preload.push(old);
-    }
-    let watch = if a.watch.is_empty() { record::DEFAULT_WATCH.join(":") } else { a.watch.join(":") };
-    cmd.env("LD_PRELOAD", preload).env("KBXSCOPE_RECORD", dir.path()).env("KBXSCOPE_WATCH", watch);
-    match events {
-        Some(n) => cmd.env("KBXSCOPE_RECORD_EVENTS", n.to_string()),
-        None => cmd.env_remove("KBXSCOPE_RECORD_EVENTS"),
-    };
-    let status = match cmd.status() {
-        Ok(s) => s,
+    let Preloaded { status, recorded, incomplete } = match run_preloaded(&mut cmd, &watch, events, a.wait_daemons)? {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("kbxscope: cannot run {name}: {e}");
             return Ok(ExitCode::from(if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 }));
         }
     };
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-
-    if let Some(limit) = a.wait_daemons {
-        wait_for_recorded(dir.path(), limit);
-    }
-    let (recorded, incomplete) = read_records(dir.path());
-    drop(dir);
 
     let mut notes = Vec::new();
     if statically {
@@ -141,6 +117,60 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
         io::stderr().write_all(text.as_bytes())?;
     }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(255)))
+}
+
+/// What a command run under the interposer did.
+pub struct Preloaded {
+    /// How it ended.
+    pub status: ExitStatus,
+    /// The calls it and its descendants made on the watched files.
+    pub recorded: Recorded,
+    /// Record files still being created when they were read (left out).
+    pub incomplete: usize,
+}
+
+/// Run `cmd` with the interposer preloaded (`LD_PRELOAD`, ours first),
+/// recording the calls on the files `watch` names (`KBXSCOPE_WATCH`), with
+/// at most `events` per-call events; wait at most `wait_daemons` for the
+/// recorded processes to exit; decode the records. The record directory is
+/// private, temporary and removed afterwards (also on Ctrl-C/SIGTERM).
+/// `record` and `sweep --program`/`--with-*` both run through here.
+///
+/// # Errors
+/// The interposer cannot be installed or the record directory made (outer);
+/// the command cannot be started (inner, as the system said).
+pub fn run_preloaded(
+    cmd: &mut Command,
+    watch: &str,
+    events: Option<u64>,
+    wait_daemons: Option<Duration>,
+) -> Result<io::Result<Preloaded>> {
+    let library = install_library()?;
+    let dir =
+        tempfile::Builder::new().prefix("kbxscope-record-").tempdir().context("cannot make a record directory")?;
+    let dir_path = dir.path().to_path_buf();
+    interrupt::on_interrupt(Box::new(move |_| {
+        let _ = std::fs::remove_dir_all(&dir_path);
+    }));
+    let mut preload = library.into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    cmd.env("LD_PRELOAD", preload).env("KBXSCOPE_RECORD", dir.path()).env("KBXSCOPE_WATCH", watch);
+    match events {
+        Some(n) => cmd.env("KBXSCOPE_RECORD_EVENTS", n.to_string()),
+        None => cmd.env_remove("KBXSCOPE_RECORD_EVENTS"),
+    };
+    let status = match cmd.status() {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Some(limit) = wait_daemons {
+        wait_for_recorded(dir.path(), limit);
+    }
+    let (recorded, incomplete) = read_records(dir.path());
+    Ok(Ok(Preloaded { status, recorded, incomplete }))
 }
 
 /// PROGRAM as `execvp` finds it.

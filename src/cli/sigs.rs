@@ -12,7 +12,7 @@ use super::{keybox, Reported};
 use kbxscope::io::{IoTally, PathOpener};
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
-use kbxscope::workload::sigs::{self, KeySigs, Startup};
+use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing.
 pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
@@ -23,7 +23,7 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
-    let outcome = sigs::run(&opener, mode, lookup, Startup { now }, |k| {
+    let outcome = sigs::run(&opener, mode, lookup, now, |k| {
         if failed.is_some() {
             return;
         }

@@ -15,7 +15,7 @@ use super::output::TempOutput;
 use super::progress::Bar;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
-use kbxscope::sweep::{self, plot, SizeResult, Sweep, SweepError, SweepSize, Workload, WorkloadKind};
+use kbxscope::sweep::{self, plot, ProgramRow, SizeResult, Sweep, SweepError, SweepSize, Workload, WorkloadKind};
 
 /// An export destination, opened before the runs (a bad path fails fast).
 enum Sink {
@@ -83,27 +83,28 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let sizes = if a.sizes.is_empty() { sweep::default_sizes() } else { a.sizes.clone() };
+    let gnupg_trust = || a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
+    let runner = |program: Program, option: &str, p: &Path| {
+        let given = (p.as_os_str() != program.tool()).then_some(p);
+        GnupgRunner::new(program, option, given, &path, gnupg_trust().as_deref(), a.count_with)
+    };
     let mut gnupg = match (&a.with_gpgsm, &a.with_gpg, &workload) {
-        (Some(p), _, _) => {
-            let given = (p.as_os_str() != "gpgsm").then_some(p.as_path());
-            let trust = a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
-            Some(GnupgRunner::new(Program::GpgsmValidate, given, &path, trust.as_deref())?)
-        }
-        (None, Some(p), Workload::Sigs(mode, _)) => {
-            let given = (p.as_os_str() != "gpg").then_some(p.as_path());
-            Some(GnupgRunner::new(Program::GpgSigs(*mode), given, &path, None)?)
-        }
+        (Some(p), _, _) => Some(runner(Program::GpgsmValidate, "--with-gpgsm", p)?),
+        (None, Some(p), Workload::Sigs(mode, _)) => Some(runner(Program::GpgSigs(*mode), "--with-gpg", p)?),
         (None, Some(_), _) => anyhow::bail!("--with-gpg goes with --workload with-sigs or check-sigs"),
         (None, None, _) => None,
     };
-    let plan = sweep::Plan {
-        sizes: &sizes,
-        workload: &workload,
-        runs: a.runs as usize,
-        warmup: a.warmup as usize,
-        trust: &trust.list,
-        at,
+    let mut program = match &a.program {
+        Some(p) => Some(runner(Program::for_sweep(p, &workload)?, "--program", p)?),
+        None => None,
     };
+    // With --program, kbxscope's run is the model: its events are the
+    // same on every run, so one run per size.
+    let (runs, warmup) = match program {
+        Some(_) => (1, 0),
+        None => (a.runs as usize, a.warmup as usize),
+    };
+    let plan = sweep::Plan { sizes: &sizes, workload: &workload, runs, warmup, trust: &trust.list, at };
     let bar = Bar::with_eta();
     let result = sweep::run(&path, &plan, &mut |step| bar.update(&step_text(&sizes, step), step.done, step.total));
     drop(bar);
@@ -115,6 +116,13 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         if let Some(runner) = gnupg.as_mut() {
             r.gnupg = runner.at(s)?;
         }
+        if let Some(runner) = program.as_mut() {
+            r.program = Some(runner.program_row(s, a.warmup as usize, a.runs as usize)?);
+        }
+    }
+    if let Some(runner) = &program {
+        result.program = Some(runner.describe());
+        (result.runs, result.warmup) = (a.runs as usize, a.warmup as usize);
     }
     trust.warn_if_none();
     let text = table(&result, a.wide);
@@ -187,40 +195,25 @@ impl Column {
 /// seed's events and the ratio; with `--with-gpgsm` gpgsm's events and time
 /// (then without user, system and ratio). `wide` shows every column. One
 /// unit of time for the whole table, said in the time column's heading; a
-/// legend says what the seed is.
+/// legend says what the seed is. With `--program` the rows are the
+/// program's and kbxscope's run is the `model` column ([`program_columns`]).
 fn table(sweep: &Sweep, wide: bool) -> String {
     let results = &sweep.results;
     let seed = results.iter().any(|r| r.seed.is_some());
-    let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
-    let ms = results.iter().all(|r| r.wall_s.max < 1.0);
+    let gnupg = results.iter().find_map(|r| r.gnupg);
+    let program = results.iter().find_map(|r| r.program.as_ref()).map(|p| p.tool);
+    let ms = results.iter().all(|r| r.program.as_ref().map_or(r.wall_s.max, |p| p.wall_s.max) < 1.0);
     let (unit, scale, digits) = if ms { ("ms", 1000.0, 2) } else { ("s", 1.0, 3) };
     let t = move |v: f64| format!("{:.digits$}", v * scale);
-    let dash = || "-".to_string();
-    let mut cols = vec![
-        Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
-        Column::new(["file", "events"], results, |r| thousands(r.events.total())),
-    ];
-    if wide {
-        cols.push(Column::new(["", "reads"], results, |r| thousands(r.events.read)));
-        cols.push(Column::new(["", "opens"], results, |r| thousands(r.events.open)));
-        cols.push(Column::new(["", "seeks"], results, |r| thousands(r.events.seek)));
-    }
     let time_head = format!("time ({unit})");
-    cols.push(Column::new([&time_head, "mean"], results, |r| t(r.wall_s.mean)));
-    cols.push(Column::new(["", "± σ"], results, |r| format!("± {}", t(r.wall_s.stddev))));
-    if wide {
-        cols.push(Column::new(["", "min … max"], results, |r| format!("{} … {}", t(r.wall_s.min), t(r.wall_s.max))));
-    }
-    if wide || gnupg.is_none() {
-        cols.push(Column::new(["", "user"], results, |r| t(r.user_s.median)));
-        cols.push(Column::new(["", "sys"], results, |r| t(r.sys_s.median)));
-    }
-    if wide {
-        cols.push(Column::new(["µs per", "read"], results, |r| format!("{:.2}", r.mean_read_ns / 1000.0)));
-    }
+    let dash = || "-".to_string();
+    let mut cols = match program {
+        Some(tool) => program_columns(results, tool, &time_head, &t, wide),
+        None => ours_columns(results, gnupg.is_some(), &time_head, &t, wide),
+    };
     if seed {
         cols.push(Column::new(["seed", "events"], results, |r| r.seed.map_or_else(dash, |x| thousands(x.events))));
-        if wide || gnupg.is_none() {
+        if (wide || gnupg.is_none()) && program.is_none() {
             cols.push(Column::new(["", "ratio"], results, |r| {
                 r.seed.map_or_else(dash, |x| format!("{:.3}", r.events.total() as f64 / x.events as f64))
             }));
@@ -229,9 +222,9 @@ fn table(sweep: &Sweep, wide: bool) -> String {
             cols.push(Column::new(["seed", "time"], results, |r| r.seed.map_or_else(dash, |x| t(x.time_s))));
         }
     }
-    if let Some(tool) = gnupg {
-        cols.push(Column::new([tool, "events"], results, |r| r.gnupg.map_or_else(dash, |x| thousands(x.events))));
-        cols.push(Column::new([tool, "time"], results, |r| r.gnupg.map_or_else(dash, |x| t(x.time_s))));
+    if let Some(g) = gnupg {
+        cols.push(Column::new([g.tool, "events"], results, |r| r.gnupg.map_or_else(dash, |x| thousands(x.events))));
+        cols.push(Column::new([g.tool, "time"], results, |r| r.gnupg.map_or_else(dash, |x| t(x.time_s))));
     }
     let widths: Vec<usize> = cols.iter().map(Column::width).collect();
     let line = |cell: &dyn Fn(&Column) -> String| {
@@ -254,7 +247,7 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     };
     let mut s = String::new();
     let _ = writeln!(s, "{}", sweep.keybox);
-    let _ = writeln!(s, "{}, {runs} per size{warm}", sweep.workload.command());
+    let _ = writeln!(s, "{}, {runs} per size{warm}", sweep.program.clone().unwrap_or_else(|| sweep.workload.command()));
     s += &line(&|c| c.head[0].clone());
     s += &line(&|c| c.head[1].clone());
     for i in 0..results.len() {
@@ -264,8 +257,18 @@ fn table(sweep: &Sweep, wide: bool) -> String {
         s += "seed: what procmon counted for gpgsm -k --with-validation on GnuPG's 42 MiB\n";
         s += "keybox (Windows), which the built-in keybox imitates; ratio: ours / the seed's.\n";
     }
-    if let Some(tool) = gnupg {
-        let _ = writeln!(s, "{tool}: this {tool} on this keybox, its file events counted by strace.");
+    if let Some(g) = gnupg {
+        let how = if g.counted_with == "strace" { "counted by strace" } else { "recorded from inside" };
+        let _ = writeln!(s, "{}: this {} on this keybox, its file events {how}.", g.tool, g.tool);
+    }
+    if let Some(tool) = program {
+        let _ = writeln!(s, "model: kbxscope's own {}, 1 run per size;", sweep.workload.command());
+        let _ = writeln!(s, "ratio: {tool}'s events / the model's.");
+        let mut reasons: Vec<&str> = results.iter().filter_map(|r| r.program.as_ref()?.not_run.as_deref()).collect();
+        reasons.dedup();
+        for why in reasons {
+            let _ = writeln!(s, "not run: {why}.");
+        }
     }
     for r in results {
         for change in &r.keybox_changed {
@@ -274,6 +277,80 @@ fn table(sweep: &Sweep, wide: bool) -> String {
         }
     }
     s
+}
+
+/// kbxscope's own columns: buffer, events (reads, opens, seeks when wide),
+/// time, and user and system time unless GnuPG's columns take their place.
+fn ours_columns(
+    results: &[SizeResult],
+    gnupg: bool,
+    time_head: &str,
+    t: &dyn Fn(f64) -> String,
+    wide: bool,
+) -> Vec<Column> {
+    let mut cols = vec![
+        Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
+        Column::new(["file", "events"], results, |r| thousands(r.events.total())),
+    ];
+    if wide {
+        cols.push(Column::new(["", "reads"], results, |r| thousands(r.events.read)));
+        cols.push(Column::new(["", "opens"], results, |r| thousands(r.events.open)));
+        cols.push(Column::new(["", "seeks"], results, |r| thousands(r.events.seek)));
+    }
+    cols.push(Column::new([time_head, "mean"], results, |r| t(r.wall_s.mean)));
+    cols.push(Column::new(["", "± σ"], results, |r| format!("± {}", t(r.wall_s.stddev))));
+    if wide {
+        cols.push(Column::new(["", "min … max"], results, |r| format!("{} … {}", t(r.wall_s.min), t(r.wall_s.max))));
+    }
+    if wide || !gnupg {
+        cols.push(Column::new(["", "user"], results, |r| t(r.user_s.median)));
+        cols.push(Column::new(["", "sys"], results, |r| t(r.sys_s.median)));
+    }
+    if wide {
+        cols.push(Column::new(["µs per", "read"], results, |r| format!("{:.2}", r.mean_read_ns / 1000.0)));
+    }
+    cols
+}
+
+/// `--program`'s columns: the program's events and times (`not run` where
+/// it cannot read with the size), then the model's events and the ratio
+/// (and, when wide, the model's time).
+fn program_columns(
+    results: &[SizeResult],
+    tool: &str,
+    time_head: &str,
+    t: &dyn Fn(f64) -> String,
+    wide: bool,
+) -> Vec<Column> {
+    fn ran(r: &SizeResult) -> Option<&ProgramRow> {
+        r.program.as_ref().filter(|p| p.not_run.is_none())
+    }
+    fn cell(f: &dyn Fn(&ProgramRow) -> String) -> impl Fn(&SizeResult) -> String + '_ {
+        move |r| ran(r).map_or_else(|| "-".to_string(), f)
+    }
+    let mut cols = vec![
+        Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
+        Column::new([tool, "events"], results, |r| ran(r).map_or_else(|| "not run".into(), |p| thousands(p.events))),
+        Column::new([time_head, "mean"], results, cell(&|p| t(p.wall_s.mean))),
+        Column::new(["", "± σ"], results, cell(&|p| format!("± {}", t(p.wall_s.stddev)))),
+    ];
+    if wide {
+        cols.push(Column::new(
+            ["", "min … max"],
+            results,
+            cell(&|p| format!("{} … {}", t(p.wall_s.min), t(p.wall_s.max))),
+        ));
+    }
+    cols.push(Column::new(["", "user"], results, cell(&|p| t(p.user_s.median))));
+    cols.push(Column::new(["", "sys"], results, cell(&|p| t(p.sys_s.median))));
+    cols.push(Column::new(["model", "events"], results, |r| thousands(r.events.total())));
+    cols.push(Column::new(["", "ratio"], results, |r| {
+        r.program.as_ref().and_then(|p| p.ratio(r)).map_or_else(|| "-".to_string(), |x| format!("{x:.3}"))
+    }));
+    if wide {
+        cols.push(Column::new(["model", "time"], results, |r| t(r.wall_s.mean)));
+    }
+    cols
 }
 
 #[cfg(test)]
@@ -296,7 +373,13 @@ mod tests {
             sys_s: Times::new(vec![2.0 * k; 3]),
             mean_read_ns: 570.0,
             seed: seed.then_some(SeedRow { events: 4_900_000, time_s: 86.0 }),
-            gnupg: gpgsm.then_some(GnupgRow { tool: "gpgsm", events: 4_838_252, time_s: 5.674 }),
+            gnupg: gpgsm.then_some(GnupgRow {
+                tool: "gpgsm",
+                events: 4_838_252,
+                time_s: 5.674,
+                counted_with: "strace",
+            }),
+            program: None,
             keybox_changed: Vec::new(),
         };
         Sweep {
@@ -310,7 +393,30 @@ mod tests {
                 row("512", 512 << 10, 77_566, 2.502),
                 row("unbuffered", 0, 48_243_960, 13.1),
             ],
+            program: None,
         }
+    }
+
+    /// `--program gpgsm` on GnuPG 2.2.40: it runs at 8 KiB only.
+    fn program_sweep() -> Sweep {
+        let mut s = sweep(false, false, false);
+        s.program =
+            Some("gpgsm -k --with-validation --disable-dirmngr (gpgsm (GnuPG) 2.2.40), counted with record".into());
+        let why = "gpgsm (GnuPG) 2.2.40 has no --kbx-buffer-size (8 KiB only)".to_string();
+        for r in &mut s.results {
+            r.program = Some(match r.buffer_size {
+                8192 => ProgramRow {
+                    tool: "gpgsm",
+                    not_run: None,
+                    events: 4_838_252,
+                    wall_s: Times::new(vec![0.31, 0.33, 0.32]),
+                    user_s: Times::new(vec![0.1; 3]),
+                    sys_s: Times::new(vec![0.2; 3]),
+                },
+                _ => ProgramRow::not_run("gpgsm", why.clone()),
+            });
+        }
+        s
     }
 
     #[test]
@@ -322,6 +428,11 @@ mod tests {
                 assert!(l.chars().count() <= 80, "{} columns: {l}\n{text}", l.chars().count());
             }
         }
+        // With --program, the second line names the command and its version.
+        let text = table(&program_sweep(), false);
+        for l in text.lines().skip(2) {
+            assert!(l.chars().count() <= 80, "{} columns: {l}\n{text}", l.chars().count());
+        }
     }
 
     #[test]
@@ -330,6 +441,8 @@ mod tests {
         insta::assert_snapshot!("seed_gpgsm", table(&sweep(true, true, true), false));
         insta::assert_snapshot!("plain_ms", table(&sweep(false, false, false), false));
         insta::assert_snapshot!("wide", table(&sweep(true, true, true), true));
+        insta::assert_snapshot!("program", table(&program_sweep(), false));
+        insta::assert_snapshot!("program_wide", table(&program_sweep(), true));
     }
 
     #[test]

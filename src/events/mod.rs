@@ -19,13 +19,15 @@
 //!   writer (target `kbx::event`), which places it on its process's and
 //!   thread's track.
 
+mod histogram;
 mod observe;
+mod op;
 mod stats;
 
+pub use histogram::{Buckets, EventHistograms, DURATION_BOUNDS_NS, SIZE_BOUNDS};
 pub use observe::{observer, set_observer, IoObserver, Reporter, REPORT_EVERY};
-pub use stats::{
-    Buckets, EventHistograms, FileOp, IoStats, MoreOps, PerBlobType, PerOp, DURATION_BOUNDS_NS, SIZE_BOUNDS,
-};
+pub use op::{FileOp, MoreOps, PerOp};
+pub use stats::{IoStats, PerBlobType};
 
 use std::time::Duration;
 

@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(s.size, a.keybox.len() as u64);
         let mut r = BufferedReader::new(std::io::Cursor::new(a.keybox.clone()), BufferSize::default());
         let out = crate::workload::stats::run(&mut r);
-        assert!(out.error.is_none());
+        assert!(out.fatal.is_none());
         assert_eq!((out.stats.openpgp, out.stats.x509, out.stats.header), (20, 16, 1));
         let mut r = BufferedReader::new(std::io::Cursor::new(a.keybox.clone()), BufferSize::default());
         let listed = crate::workload::list::run(&mut r, crate::workload::TypeFilter::All, |_| {});
@@ -193,13 +193,13 @@ mod tests {
     #[test]
     fn some_signers_are_outside_the_keybox() {
         use crate::openpgp::{Mode, SigStatus};
-        use crate::workload::sigs::{run, Startup};
+        use crate::workload::sigs::run;
         let g = tiny();
         let s = &g.summary;
         assert!(s.outside_certifications > 0 && s.outside_certifications < s.certifications, "{s:?}");
         let opener = crate::io::MemoryOpener::new(&g.keybox, BufferSize::Bytes(8192));
         let (mut good, mut no_key, mut other) = (0, 0, 0);
-        let outcome = run(&opener, Mode::CheckSigs, crate::lookup::Strategy::Index, Startup { now: i64::MAX }, |k| {
+        let outcome = run(&opener, Mode::CheckSigs, crate::lookup::Strategy::Index, i64::MAX, |k| {
             for sig in k.signatures.iter().flat_map(|g| &g.sigs) {
                 match sig.status {
                     SigStatus::Good => good += 1,

@@ -384,14 +384,14 @@ mod tests {
     use super::*;
     use crate::io::{BufferSize, MemoryOpener};
     use crate::lookup::Strategy;
-    use crate::workload::sigs::{run, Startup};
+    use crate::workload::sigs::run;
 
     const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
 
     fn statuses(mode: Mode, lookup: Strategy) -> Vec<(String, char, Option<String>)> {
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut out = Vec::new();
-        let outcome = run(&opener, mode, lookup, Startup { now: i64::MAX }, |k| {
+        let outcome = run(&opener, mode, lookup, i64::MAX, |k| {
             for s in k.signatures.iter().flat_map(|g| &g.sigs) {
                 out.push((s.signer_key_id.clone(), s.mark, s.signer_uid.clone()));
             }
@@ -418,7 +418,7 @@ mod tests {
         // gpg --list-sigs prints this user id for the fixture's first key.
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut first = None;
-        run(&opener, Mode::WithSigs, Strategy::Index, Startup { now: i64::MAX }, |k| {
+        run(&opener, Mode::WithSigs, Strategy::Index, i64::MAX, |k| {
             if first.is_none() {
                 first = Some(k.signatures[1].sigs[0].signer_uid.clone());
             }

@@ -164,6 +164,12 @@ pub struct Sweep {
     pub runs: usize,
     /// One entry per buffer size, in the order given.
     pub results: Vec<SizeResult>,
+    /// With `sweep --program`: the command each program run was (`gpgsm -k
+    /// --with-validation --disable-dirmngr`); each row's
+    /// [`SizeResult::program`] has its numbers, and the rest of the row is
+    /// kbxscope's own run of the workload, the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
 }
 
 /// Times of the timed runs (seconds), with their summary.
@@ -244,6 +250,10 @@ pub struct SizeResult {
     /// GnuPG's numbers at this size (`sweep --with-gpgsm` or `--with-gpg`),
     /// if it ran at it.
     pub gnupg: Option<GnupgRow>,
+    /// The program's own numbers at this size (`sweep --program`): the
+    /// row the table shows, beside which the rest of this result is the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramRow>,
     /// How the keybox changed under this size's runs (another file renamed
     /// into place, appended to, …); empty when it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -275,10 +285,46 @@ pub struct SeedRow {
 pub struct GnupgRow {
     /// Which tool: `gpgsm` or `gpg`.
     pub tool: &'static str,
-    /// File events strace counted on the keybox.
+    /// File events on the keybox (open, read, seek, close, access).
     pub events: u64,
     /// Wall time of the run without strace, seconds.
     pub time_s: f64,
+    /// How the events were counted: `record` (from inside) or `strace`.
+    #[serde(skip)]
+    pub counted_with: &'static str,
+}
+
+/// A real program's numbers for one size (`sweep --program`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgramRow {
+    /// Which tool: `gpgsm` or `gpg`.
+    pub tool: &'static str,
+    /// Why it did not run at this size (then no events and no times).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
+    /// File events on the keybox in one run: open, read, seek, close and
+    /// access, as strace counts them.
+    pub events: u64,
+    /// Wall time of the timed runs, seconds.
+    pub wall_s: Times,
+    /// User CPU time of the timed runs, seconds.
+    pub user_s: Times,
+    /// System CPU time of the timed runs, seconds.
+    pub sys_s: Times,
+}
+
+impl ProgramRow {
+    /// A size the program cannot read with.
+    pub fn not_run(tool: &'static str, why: String) -> Self {
+        let none = || Times::new(Vec::new());
+        Self { tool, not_run: Some(why), events: 0, wall_s: none(), user_s: none(), sys_s: none() }
+    }
+
+    /// Its events over the model's (`None` when it did not run).
+    pub fn ratio(&self, model: &SizeResult) -> Option<f64> {
+        let m = model.events.total();
+        (self.not_run.is_none() && m > 0).then(|| self.events as f64 / m as f64)
+    }
 }
 
 /// Median of a non-empty slice (mean of the middle two for even lengths).
@@ -324,8 +370,7 @@ fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally:
         }
         Workload::Sigs(mode, lookup) => {
             let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
-            let startup = workload::sigs::Startup { now: at };
-            if let Some(e) = workload::sigs::run(&opener, *mode, *lookup, startup, |_| {})?.fatal {
+            if let Some(e) = workload::sigs::run(&opener, *mode, *lookup, at, |_| {})?.fatal {
                 return Err(fail(e));
             }
         }
@@ -337,7 +382,7 @@ fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally:
         }
         Workload::Stats => {
             let mut f = KeyboxFile::open(path, tally)?;
-            if let Some(e) = workload::stats::run(&mut f).error {
+            if let Some(e) = workload::stats::run(&mut f).fatal {
                 return Err(fail(e));
             }
         }
@@ -430,13 +475,13 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         for k in 0..runs {
             progress(Step { size: i, warmup: false, run: k + 1, of: runs, done, total });
             let before = tally.snapshot();
-            let (u0, s0) = cpu::cpu_times();
+            let (u0, s0) = cpu::times(libc::RUSAGE_SELF);
             let run = tracing::info_span!(target: "kbx::sweep", "run", run = k + 1, of = runs).entered();
             let start = Instant::now();
             once(&tally)?;
             let elapsed = start.elapsed();
             drop(run);
-            let (u1, s1) = cpu::cpu_times();
+            let (u1, s1) = cpu::times(libc::RUSAGE_SELF);
             one = delta(&tally.snapshot(), &before);
             read_ns += one.time_ns.read;
             reads += one.events.read;
@@ -457,6 +502,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
             mean_read_ns: if reads > 0 { read_ns as f64 / reads as f64 } else { 0.0 },
             seed: None,
             gnupg: None,
+            program: None,
             keybox_changed: tally.changes().split_off(seen_before),
         });
     }
@@ -467,7 +513,14 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         warmup,
         runs,
         results: out,
+        program: None,
     })
+}
+
+/// User and system CPU time of the waited-for children so far (a
+/// program's run is the difference around it).
+pub fn children_cpu_times() -> (std::time::Duration, std::time::Duration) {
+    cpu::times(libc::RUSAGE_CHILDREN)
 }
 
 /// The seed's measurement (procmon, Windows): N (KiB), file events, seconds.

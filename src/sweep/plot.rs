@@ -4,8 +4,9 @@
 //! Two log–log panels side by side, ticks at the measured sizes and at
 //! 1–2–5 steps of the values. kbxscope's series is always drawn (mean time
 //! with a bar from the fastest to the slowest run); the seed's (built-in
-//! keybox, dashed) and gpgsm's (`--with-gpgsm`) when the results carry
-//! them. Unbuffered rows (0 bytes) have no place on a log axis and are left
+//! keybox, dashed) and gpgsm's or gpg's (`--with-gpgsm`, `--with-gpg`, or
+//! the program of `--program`, with its runs' bar; kbxscope is then the
+//! model) when the results carry them. Unbuffered rows (0 bytes) have no place on a log axis and are left
 //! out, which the title says.
 
 use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
@@ -22,7 +23,9 @@ const SIZE: (u32, u32) = (1200, 520);
 /// One line of a panel: a name, a colour, dashed or not, its points (KiB,
 /// value) and optional bars (KiB, low, high).
 struct Series {
-    name: &'static str,
+    name: String,
+    /// kbxscope's own line: wide and light, circles.
+    ours: bool,
     color: RGBColor,
     dashed: bool,
     points: Vec<(f64, f64)>,
@@ -33,16 +36,27 @@ struct Series {
 type Value = Option<(f64, Option<(f64, f64)>)>;
 
 /// The lines of one panel, picked from the results by `value` (kbxscope,
-/// seed, gpgsm).
+/// seed, GnuPG: gpgsm or gpg beside us, or the program of `--program`,
+/// whose model kbxscope then is).
 fn series(results: &[SizeResult], value: impl Fn(&SizeResult) -> [Value; 3]) -> Vec<Series> {
-    let gnupg = match results.iter().find_map(|r| r.gnupg).map(|g| g.tool) {
-        Some("gpg") => "gpg (strace)",
-        _ => "gpgsm (strace)",
+    let program = results.iter().find_map(|r| r.program.as_ref()).map(|p| p.tool);
+    let (ours, gnupg) = match (program, results.iter().find_map(|r| r.gnupg)) {
+        (Some(tool), _) => ("kbxscope (model)", format!("{tool} (recorded)")),
+        (None, Some(g)) => ("kbxscope", format!("{} ({})", g.tool, g.counted_with)),
+        (None, None) => ("kbxscope", String::new()),
+    };
+    let line = |name: &str, ours: bool, color: RGBColor, dashed: bool| Series {
+        name: name.to_string(),
+        ours,
+        color,
+        dashed,
+        points: vec![],
+        bars: vec![],
     };
     let mut out = [
-        Series { name: "kbxscope", color: RGBColor(31, 119, 180), dashed: false, points: vec![], bars: vec![] },
-        Series { name: "seed (procmon)", color: RGBColor(60, 60, 60), dashed: true, points: vec![], bars: vec![] },
-        Series { name: gnupg, color: RGBColor(214, 39, 40), dashed: false, points: vec![], bars: vec![] },
+        line(ours, true, RGBColor(31, 119, 180), false),
+        line("seed (procmon)", false, RGBColor(60, 60, 60), true),
+        line(&gnupg, false, RGBColor(214, 39, 40), false),
     ];
     for r in results.iter().filter(|r| r.buffer_size > 0) {
         let kib = r.buffer_size as f64 / 1024.0;
@@ -116,15 +130,15 @@ fn panel<DB: DrawingBackend>(
     // line lying on kbxscope's stays visible.
     for s in lines {
         let color = s.color;
-        let width = if s.name == "kbxscope" { 5 } else { 2 };
-        let style = if s.name == "kbxscope" { color.mix(0.55).stroke_width(width) } else { color.stroke_width(width) };
+        let width = if s.ours { 5 } else { 2 };
+        let style = if s.ours { color.mix(0.55).stroke_width(width) } else { color.stroke_width(width) };
         let drawn = if s.dashed {
             chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 10, 6, style)).map_err(err)?
         } else {
             chart.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(err)?
         };
         let dashed = s.dashed;
-        drawn.label(s.name).legend(move |(x, y)| {
+        drawn.label(s.name.as_str()).legend(move |(x, y)| {
             let path = vec![(x, y), (x + 28, y)];
             if dashed {
                 DashedPathElement::new(path, 6, 4, style).into_dyn()
@@ -142,12 +156,10 @@ fn panel<DB: DrawingBackend>(
                 ])
                 .map_err(err)?;
         }
-        match s.name {
-            "kbxscope" => chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 5, color.filled()))),
-            "gpgsm (strace)" | "gpg (strace)" => {
-                chart.draw_series(s.points.iter().map(|p| TriangleMarker::new(*p, 6, color.filled())))
-            }
-            _ => chart.draw_series(s.points.iter().map(|p| Cross::new(*p, 5, color.stroke_width(2)))),
+        match (s.ours, s.dashed) {
+            (true, _) => chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 5, color.filled()))),
+            (false, false) => chart.draw_series(s.points.iter().map(|p| TriangleMarker::new(*p, 6, color.filled()))),
+            (false, true) => chart.draw_series(s.points.iter().map(|p| Cross::new(*p, 5, color.stroke_width(2)))),
         }
         .map_err(err)?;
     }
@@ -215,18 +227,23 @@ pub enum PlotError {
 /// Nothing to draw (every size unbuffered), or a drawing error.
 pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
     let results = &sweep.results;
+    fn ran(r: &SizeResult) -> Option<&crate::sweep::ProgramRow> {
+        r.program.as_ref().filter(|p| p.not_run.is_none())
+    }
     let events = series(results, |r| {
         [
             Some((r.events.total() as f64, None)),
             r.seed.map(|s| (s.events as f64, None)),
-            r.gnupg.map(|g| (g.events as f64, None)),
+            r.gnupg.map(|g| (g.events as f64, None)).or_else(|| ran(r).map(|p| (p.events as f64, None))),
         ]
     });
     let times = series(results, |r| {
         [
             Some((r.wall_s.mean, Some((r.wall_s.min, r.wall_s.max)))),
             r.seed.map(|s| (s.time_s, None)),
-            r.gnupg.map(|g| (g.time_s, None)),
+            r.gnupg
+                .map(|g| (g.time_s, None))
+                .or_else(|| ran(r).map(|p| (p.wall_s.mean, Some((p.wall_s.min, p.wall_s.max))))),
         ]
     });
     if events.is_empty() {
@@ -279,13 +296,14 @@ mod tests {
             mean_read_ns: 0.0,
             seed: None,
             gnupg,
+            program: None,
             keybox_changed: Vec::new(),
         }
     }
 
     #[test]
     fn draws_every_series_with_labels() {
-        let g = Some(GnupgRow { tool: "gpgsm", events: 1200, time_s: 2.0 });
+        let g = Some(GnupgRow { tool: "gpgsm", events: 1200, time_s: 2.0, counted_with: "strace" });
         let rows = vec![row("0", 8192, 1000, 1.0, g), row("64", 65536, 130, 0.5, None), row("0B", 0, 9000, 3.0, None)];
         let svg = String::from_utf8(svg(&sweep(rows)).unwrap()).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
@@ -315,7 +333,26 @@ mod tests {
             warmup: 0,
             runs: 2,
             results,
+            program: None,
         }
+    }
+
+    #[test]
+    fn a_program_is_drawn_beside_its_model() {
+        let mut rows = vec![row("0", 8192, 1000, 1.0, None), row("64", 65536, 130, 0.5, None)];
+        rows[0].program = Some(crate::sweep::ProgramRow {
+            tool: "gpg",
+            not_run: None,
+            events: 1100,
+            wall_s: Times::new(vec![0.8, 0.9]),
+            user_s: Times::new(vec![0.1]),
+            sys_s: Times::new(vec![0.1]),
+        });
+        rows[1].program = Some(crate::sweep::ProgramRow::not_run("gpg", "no --kbx-buffer-size".into()));
+        let svg = String::from_utf8(svg(&sweep(rows)).unwrap()).unwrap();
+        assert!(svg.contains("kbxscope (model)") && svg.contains("gpg (recorded)"));
+        // The program's one size in two panels, as triangles; the model's two as circles.
+        assert_eq!(svg.matches("<circle").count(), 4);
     }
 
     #[test]

@@ -306,7 +306,7 @@ mod tests {
         let tally = IoTally::with_observer(BufferSize::Bytes(8192), Some(metrics.clone()));
         let mut f = KeyboxFile::open(&path, &tally).unwrap();
         let out = crate::workload::stats::run(&mut f);
-        assert!(out.error.is_none());
+        assert!(out.fatal.is_none());
         drop(f);
         let text = metrics.render();
         let value = |series: &str| -> u64 {

@@ -62,7 +62,7 @@ mod tests {
     fn stats_of_the_deleted_fixture() {
         let mut r = BufferedReader::new(Cursor::new(DELETED.to_vec()), BufferSize::Bytes(8192));
         let out = super::stats::run(&mut r);
-        assert!(out.error.is_none());
+        assert!(out.fatal.is_none());
         assert_eq!((out.stats.total, out.stats.empty, out.stats.deleted_blobs), (48, 2, 3));
         // Blob 6 (deleted) lies inside the first 8 KiB buffer: skipped for free.
         // Blobs 33 and 34 (30 KiB and 21 KiB, deleted) each end beyond the

@@ -50,17 +50,11 @@ pub struct SigsOutcome {
     pub fatal: Option<ScanError>,
 }
 
-/// The time of the run: gpg's compress check (`--lookup gnupg`) compares
-/// the header's maintenance time with it, and signatures made after it
-/// get gpg's "Time conflict".
-#[derive(Debug, Clone, Copy)]
-pub struct Startup {
-    /// Now, Unix seconds.
-    pub now: i64,
-}
-
 /// List every OpenPGP key (ephemeral ones are not listed, as in gpg)
-/// with its signatures.
+/// with its signatures, at time `at` (Unix seconds, as for
+/// `workload::validate::run`): gpg's compress check (`--lookup gnupg`)
+/// compares the header's maintenance time with it, and time conflicts are
+/// judged against it.
 ///
 /// # Errors
 /// [`OpenError`] if the first handle cannot be opened; later problems are
@@ -69,7 +63,7 @@ pub fn run<O: Opener + Clone>(
     opener: &O,
     mode: Mode,
     lookup: Strategy,
-    startup: Startup,
+    at: i64,
     mut emit: impl FnMut(KeySigs),
 ) -> Result<SigsOutcome, OpenError> {
     let mut out = SigsOutcome::default();
@@ -77,22 +71,18 @@ pub fn run<O: Opener + Clone>(
     match lookup {
         Strategy::Gnupg => {
             let mut g = signers::Gnupg::new(opener.clone());
-            if let Err(e) = g.startup(startup.now, true) {
+            if let Err(e) = g.startup(at, true) {
                 if let LookupError::Open(o) = e {
                     return Err(o);
                 }
                 out.fatal = Some(ScanError::content(0, 0, e));
                 return Ok(out);
             }
-            listing_pass(opener, &mut out, |k, signer, out| {
-                walk(k, signer, mode, startup.now, &mut g, out, &mut emit)
-            })?;
+            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut g, out, &mut emit))?;
         }
         Strategy::Scan => {
             let mut s = signers::Scan::new(opener.clone());
-            listing_pass(opener, &mut out, |k, signer, out| {
-                walk(k, signer, mode, startup.now, &mut s, out, &mut emit)
-            })?;
+            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut s, out, &mut emit))?;
         }
         Strategy::Index => {
             let mut index = signers::Index::default();
@@ -103,7 +93,7 @@ pub fn run<O: Opener + Clone>(
                 Ok(())
             })?;
             let fatal = out.fatal.take();
-            let checked = check_all(&pending, mode, startup.now, &index);
+            let checked = check_all(&pending, mode, at, &index);
             for ((mut k, _), groups) in pending.into_iter().zip(checked) {
                 match groups {
                     Ok(groups) => {

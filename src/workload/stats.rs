@@ -12,7 +12,7 @@ pub struct StatsOutcome {
     /// Everything counted up to the end (or up to the error).
     pub stats: KbxStats,
     /// The framing error that stopped the pass.
-    pub error: Option<ScanError>,
+    pub fatal: Option<ScanError>,
 }
 
 /// Read the whole keybox and count its blobs.
@@ -36,5 +36,5 @@ pub fn run<F: Read + Seek>(reader: &mut BufferedReader<F>) -> StatsOutcome {
             Err(e) => break Some(e),
         }
     };
-    StatsOutcome { stats, error }
+    StatsOutcome { stats, fatal: error }
 }

@@ -18,6 +18,12 @@ impl Exporter for Csv {
 /// The CSV header.
 pub const CSV_HEADER: &str = "n_k,buffer_size,events_total,open,read,seek,close,stat,bytes_read,logical_reads,wall_median_s,wall_min_s,wall_max_s,wall_mean_s,wall_stddev_s,user_median_s,sys_median_s,mean_read_ns,seed_events,seed_time_s,gnupg_tool,gnupg_events,gnupg_time_s";
 
+/// The columns `sweep --program` adds after [`CSV_HEADER`]'s: the
+/// program's numbers (those before are kbxscope's, the model's) and the
+/// ratio of its events to the model's; empty where it did not run, with why.
+pub const CSV_PROGRAM_COLUMNS: &str =
+    "program_tool,program_events,program_wall_median_s,program_wall_mean_s,program_wall_stddev_s,program_user_median_s,program_sys_median_s,program_over_model,program_not_run";
+
 /// `a,b` for a present pair, `,` for an absent one.
 fn pair(p: Option<(u64, f64)>, time_digits: usize) -> String {
     p.map_or_else(|| ",".to_string(), |(e, t)| format!("{e},{t:.time_digits$}"))
@@ -25,7 +31,11 @@ fn pair(p: Option<(u64, f64)>, time_digits: usize) -> String {
 
 /// One flat row per buffer size (`n_k` is the size as given).
 pub(super) fn csv(results: &[SizeResult]) -> Vec<u8> {
+    let program = results.iter().any(|r| r.program.is_some());
     let mut s = String::from(CSV_HEADER);
+    if program {
+        s = s + "," + CSV_PROGRAM_COLUMNS;
+    }
     s.push('\n');
     for r in results {
         let e = &r.events;
@@ -54,6 +64,25 @@ pub(super) fn csv(results: &[SizeResult]) -> Vec<u8> {
             r.gnupg.map_or("", |x| x.tool),
             pair(r.gnupg.map(|x| (x.events, x.time_s)), 6),
         );
+        if program {
+            s.pop();
+            s += &program_cells(r);
+            s.push('\n');
+        }
     }
     s.into_bytes()
+}
+
+/// `,tool,events,…` of [`CSV_PROGRAM_COLUMNS`] for one row.
+fn program_cells(r: &SizeResult) -> String {
+    let Some(p) = &r.program else { return ",".repeat(9) };
+    let Some(why) = &p.not_run else {
+        let ratio = p.ratio(r).map_or_else(String::new, |x| format!("{x:.4}"));
+        return format!(
+            ",{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{ratio},",
+            p.tool, p.events, p.wall_s.median, p.wall_s.mean, p.wall_s.stddev, p.user_s.median, p.sys_s.median
+        );
+    };
+    // The reason has no comma or quote of its own; quoted all the same.
+    format!(",{},,,,,,,,\"{}\"", p.tool, why.replace('"', "\"\""))
 }

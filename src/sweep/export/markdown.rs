@@ -16,11 +16,13 @@ impl Exporter for Markdown {
 }
 
 /// A Markdown table: every column of `sweep --wide`; the seed's own
-/// numbers and GnuPG's (gpgsm's or gpg's) when the results carry them.
-/// Times in seconds.
+/// numbers and GnuPG's (gpgsm's or gpg's) when the results carry them;
+/// with `sweep --program`, the program's events, time and ratio to the
+/// model (kbxscope's columns, then). Times in seconds.
 pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
     let seed = results.iter().any(|r| r.seed.is_some());
     let gnupg = results.iter().find_map(|r| r.gnupg).map(|g| g.tool);
+    let program = results.iter().find_map(|r| r.program.as_ref()).map(|p| p.tool);
     let mut s = String::from(
         "| buffer | file events | time (s), mean ± σ | reads | opens | seeks | bytes read | logical reads | user (s) | sys (s) | mean read (µs) |",
     );
@@ -32,6 +34,10 @@ pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
     if let Some(tool) = gnupg {
         let _ = write!(s, " {tool} events | {tool} time (s) |");
         rule += "--:|--:|";
+    }
+    if let Some(tool) = program {
+        let _ = write!(s, " {tool} events | {tool} time (s), mean ± σ | {tool} / model |");
+        rule += "--:|--:|--:|";
     }
     let _ = writeln!(s, "\n{rule}");
     for r in results {
@@ -63,6 +69,14 @@ pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
             let _ = match r.gnupg {
                 Some(x) => write!(s, " {} | {:.3} |", x.events, x.time_s),
                 None => write!(s, " – | – |"),
+            };
+        }
+        if let Some(p) = &r.program {
+            let _ = match (&p.not_run, p.ratio(r)) {
+                (None, Some(x)) => {
+                    write!(s, " {} | {:.3} ± {:.3} | {x:.3} |", p.events, p.wall_s.mean, p.wall_s.stddev)
+                }
+                _ => write!(s, " not run | – | – |"),
             };
         }
         s.push('\n');

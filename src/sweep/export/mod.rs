@@ -9,7 +9,7 @@ mod csv;
 mod json;
 mod markdown;
 
-pub use csv::CSV_HEADER;
+pub use csv::{CSV_HEADER, CSV_PROGRAM_COLUMNS};
 
 use super::Sweep;
 
@@ -64,7 +64,7 @@ mod tests {
     use super::*;
     use crate::events::PerOp;
     use crate::sweep::SizeResult;
-    use crate::sweep::{GnupgRow, SeedRow, Times, Workload};
+    use crate::sweep::{GnupgRow, ProgramRow, SeedRow, Times, Workload};
 
     /// Two sizes with every kind of column filled or missing.
     pub(crate) fn fixed() -> Vec<SizeResult> {
@@ -80,7 +80,8 @@ mod tests {
                 sys_s: Times::new(vec![0.25, 0.25, 0.25]),
                 mean_read_ns: 1234.5,
                 seed: Some(SeedRow { events: 1000, time_s: 86.0 }),
-                gnupg: Some(GnupgRow { tool: "gpgsm", events: 1012, time_s: 2.25 }),
+                gnupg: Some(GnupgRow { tool: "gpgsm", events: 1012, time_s: 2.25, counted_with: "strace" }),
+                program: None,
                 keybox_changed: Vec::new(),
             },
             SizeResult {
@@ -95,6 +96,7 @@ mod tests {
                 mean_read_ns: 5000.0,
                 seed: None,
                 gnupg: None,
+                program: None,
                 keybox_changed: Vec::new(),
             },
         ]
@@ -126,6 +128,7 @@ mod tests {
             warmup: 1,
             runs: 3,
             results: fixed(),
+            program: None,
         };
         let text = String::from_utf8(json(&sweep)).unwrap();
         insta::assert_snapshot!(text);
@@ -143,5 +146,48 @@ mod tests {
         insta::assert_snapshot!("markdown_with_seed_and_gpgsm", String::from_utf8(markdown(&fixed())).unwrap());
         let plain: Vec<SizeResult> = fixed().into_iter().map(|r| SizeResult { seed: None, gnupg: None, ..r }).collect();
         insta::assert_snapshot!("markdown_plain", String::from_utf8(markdown(&plain)).unwrap());
+    }
+
+    /// `sweep --program`: the program at 8 KiB, not run at 64 KiB.
+    fn with_program() -> Vec<SizeResult> {
+        let mut rows: Vec<SizeResult> =
+            fixed().into_iter().map(|r| SizeResult { seed: None, gnupg: None, ..r }).collect();
+        rows[0].program = Some(ProgramRow {
+            tool: "gpgsm",
+            not_run: None,
+            events: 1020,
+            wall_s: Times::new(vec![0.25, 0.5]),
+            user_s: Times::new(vec![0.125, 0.125]),
+            sys_s: Times::new(vec![0.0625, 0.0625]),
+        });
+        rows[1].program = Some(ProgramRow::not_run("gpgsm", "gpgsm (GnuPG) 2.2.40 has no --kbx-buffer-size".into()));
+        rows
+    }
+
+    #[test]
+    fn program_columns_in_every_format() {
+        let rows = with_program();
+        let text = String::from_utf8(csv(&rows)).unwrap();
+        insta::assert_snapshot!("csv_program", text);
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        assert_eq!(header.len(), CSV_HEADER.split(',').count() + CSV_PROGRAM_COLUMNS.split(',').count());
+        for line in text.lines().skip(1) {
+            assert_eq!(line.split(',').count(), header.len(), "{line}");
+        }
+        insta::assert_snapshot!("markdown_program", String::from_utf8(markdown(&rows)).unwrap());
+        let sweep = Sweep {
+            keybox: "gnupg-mixed.kbx".into(),
+            workload: Workload::Validate(crate::lookup::Strategy::Gnupg),
+            lookup: Some("gnupg"),
+            warmup: 0,
+            runs: 2,
+            results: rows,
+            program: Some("gpgsm -k --with-validation --disable-dirmngr".into()),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&json(&sweep)).unwrap();
+        assert_eq!(v["program"], "gpgsm -k --with-validation --disable-dirmngr");
+        assert_eq!(v["results"][0]["program"]["events"], 1020);
+        assert_eq!(v["results"][0]["events"]["total"], 1011, "the model");
+        assert!(v["results"][1]["program"]["not_run"].as_str().unwrap().contains("--kbx-buffer-size"));
     }
 }
