@@ -64,6 +64,7 @@
 //! assert_eq!(reader.stats().events.read, 2);
 //! ```
 
+#![warn(unreachable_pub)]
 pub mod crypto;
 pub mod events;
 pub mod generate;

@@ -81,9 +81,9 @@ impl<const S: usize> Buckets<S> {
 }
 
 /// Slots of a duration histogram (bounds plus `+Inf`).
-pub const DURATION_SLOTS: usize = DURATION_BOUNDS_NS.len() + 1;
+pub(super) const DURATION_SLOTS: usize = DURATION_BOUNDS_NS.len() + 1;
 /// Slots of a read-size histogram (bounds plus `+Inf`).
-pub const SIZE_SLOTS: usize = SIZE_BOUNDS.len() + 1;
+pub(super) const SIZE_SLOTS: usize = SIZE_BOUNDS.len() + 1;
 
 /// Where every event of an observed handle fell: duration buckets per
 /// operation and size buckets of `read(2)` results. Their sums are the

@@ -58,7 +58,7 @@ const DOMAINS: [&str; 10] = [
 const COMMENTS: [&str; 5] = ["work", "private", "code signing", "Debian", "release key"];
 
 /// Certificate authorities: organisation and country.
-pub const ORGS: [(&str, &str); 10] = [
+pub(super) const ORGS: [(&str, &str); 10] = [
     ("Alpha Trust", "DE"),
     ("Beta PKI", "DE"),
     ("Gamma Certification", "AT"),
@@ -72,7 +72,7 @@ pub const ORGS: [(&str, &str); 10] = [
 ];
 
 /// A person's display name and a mail address unique by `serial`.
-pub fn person(rng: &mut impl Rng, serial: usize) -> (String, String) {
+pub(super) fn person(rng: &mut impl Rng, serial: usize) -> (String, String) {
     let first = FIRST.choose(rng).copied().unwrap_or("Anna");
     let last = LAST.choose(rng).copied().unwrap_or("Meyer");
     let domain = DOMAINS.choose(rng).copied().unwrap_or("example.org");
@@ -82,7 +82,7 @@ pub fn person(rng: &mut impl Rng, serial: usize) -> (String, String) {
 
 /// OpenPGP user ids for one person: the first is `Name <mail>`, others
 /// add a comment or another address.
-pub fn user_ids(rng: &mut impl Rng, serial: usize, count: usize) -> Vec<String> {
+pub(super) fn user_ids(rng: &mut impl Rng, serial: usize, count: usize) -> Vec<String> {
     let (name, mail) = person(rng, serial);
     let (local, _) = mail.split_once('@').unwrap_or((&mail, ""));
     let mut out = vec![format!("{name} <{mail}>")];

@@ -46,7 +46,7 @@ use super::x509::{chance, AkiStyle, CertSpec, MailIn};
 
 /// Share of end entities whose authorityKeyIdentifier has the key id only
 /// (the calibration knob; see the module docs).
-pub const KEYID_ONLY_SHARE: f64 = 0.35;
+pub(super) const KEYID_ONLY_SHARE: f64 = 0.35;
 
 /// 2015-01-01T00:00:00Z.
 const Y2015: i64 = 1_420_070_400;
@@ -55,7 +55,7 @@ const YEAR: i64 = 31_557_600;
 
 /// The role of a certificate in the PKI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(super) enum Role {
     /// A self-signed root CA (listed in the trustlist).
     Root,
     /// A CA under a root.
@@ -66,7 +66,7 @@ pub enum Role {
 
 /// What gpgsm is expected to report for a certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expected {
+pub(super) enum Expected {
     /// `[certificate is good]`.
     Good,
     /// Its issuer is not in the keybox.
@@ -77,7 +77,7 @@ pub enum Expected {
 
 /// One certificate of the plan.
 #[derive(Debug, Clone)]
-pub struct PlannedCert {
+pub(super) struct PlannedCert {
     /// What goes into it.
     pub spec: CertSpec,
     /// Index of the issuer in the plan (`None` = self-signed).
@@ -93,7 +93,7 @@ pub struct PlannedCert {
 
 /// The certificates in issuing order (every issuer before what it issues).
 #[derive(Debug, Clone, Default)]
-pub struct PkiPlan {
+pub(super) struct PkiPlan {
     /// All certificates, emitted or not.
     pub certs: Vec<PlannedCert>,
 }
@@ -125,7 +125,7 @@ fn ca_spec(
 
 /// Plan `n` emitted certificates, with `keyid_share` of the end entities
 /// using key-id-only authorityKeyIdentifiers.
-pub fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
+pub(super) fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
     let mut p = PkiPlan::default();
     if n == 0 {
         return p;
@@ -248,7 +248,7 @@ pub fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
 
 impl PkiPlan {
     /// Number of certificates written to the keybox.
-    pub fn emitted(&self) -> usize {
+    pub(super) fn emitted(&self) -> usize {
         self.certs.iter().filter(|c| c.emitted).count()
     }
 }

@@ -23,7 +23,7 @@ use super::buffered::BufferedReader;
 use crate::kbx::blob::{key_table_len, read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT, KEY_TABLE_OFFSET};
 
 /// A trace span for reading one blob (target `kbx::blob`).
-pub fn blob_span(offset: u64) -> tracing::Span {
+pub(super) fn blob_span(offset: u64) -> tracing::Span {
     tracing::info_span!(target: "kbx::blob", "blob", offset)
 }
 

@@ -14,9 +14,9 @@ use std::str::FromStr;
 /// One KiB.
 const KIB: u64 = 1024;
 /// The stream layer's default buffer (estream's `BUFFER_BLOCK_SIZE`).
-pub const STREAM_DEFAULT: usize = 8 * 1024;
+pub(super) const STREAM_DEFAULT: usize = 8 * 1024;
 /// The largest buffer accepted.
-pub const MAX_BUFFER: u64 = 1024 * 1024 * 1024;
+pub(super) const MAX_BUFFER: u64 = 1024 * 1024 * 1024;
 
 /// The read buffer of a keybox handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -9,7 +9,7 @@
 //! the keyblock. The keyblock's bytes are kept too, with where each
 //! packet's body lies, for what [`super::raw`] reads from them. No I/O.
 
-pub use crate::kbx::keypacket::key_id_of;
+pub(super) use crate::kbx::keypacket::key_id_of;
 use std::ops::Range;
 
 use pgp::packet::{Packet, PacketParser, PublicKey, PublicSubkey, Signature, UserAttribute, UserId};
@@ -303,7 +303,7 @@ impl Keyblock {
 /// The signer's key id as gpg reads it: the issuer subpacket, else the
 /// issuer fingerprint's key id (last 8 bytes of a v4 fingerprint, first 8
 /// of a v5/v6 one).
-pub fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
+pub(super) fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
     if let Some(id) = s.issuer_key_id().first() {
         return Some(key_id_of(id.as_ref()));
     }
@@ -313,6 +313,6 @@ pub fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
 }
 
 /// The signer's fingerprint from the issuer-fingerprint subpacket.
-pub fn issuer_fpr(s: &Signature) -> Option<Vec<u8>> {
+pub(super) fn issuer_fpr(s: &Signature) -> Option<Vec<u8>> {
     s.issuer_fingerprint().into_iter().next().map(|f| f.as_bytes().to_vec())
 }

@@ -110,10 +110,10 @@ impl Signer {
 }
 
 /// What a lookup answers: the signer, or `None` when none is found.
-pub type Found = Result<Option<Arc<Signer>>, LookupError>;
+pub(crate) type Found = Result<Option<Arc<Signer>>, LookupError>;
 
 /// Whether gpg's key lookup takes a keyblock it found.
-pub type Usable<'a> = dyn Fn(&Signer) -> bool + 'a;
+pub(crate) type Usable<'a> = dyn Fn(&Signer) -> bool + 'a;
 
 /// The lookups listing signatures needs.
 pub trait SignerLookup {
@@ -236,7 +236,7 @@ fn search_usable<O: Opener>(
 }
 
 /// gpg's access pattern; see the module docs.
-pub struct Gnupg<O: Opener> {
+pub(crate) struct Gnupg<O: Opener> {
     opener: O,
     scratch: Scratch,
     /// `ctrl->cached_getkey_kdb`.
@@ -248,7 +248,7 @@ pub struct Gnupg<O: Opener> {
 
 impl<O: Opener + Clone> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
-    pub fn new(opener: O) -> Self {
+    pub(crate) fn new(opener: O) -> Self {
         Self {
             opener,
             scratch: Scratch::default(),
@@ -265,7 +265,7 @@ impl<O: Opener + Clone> Gnupg<O> {
     ///
     /// # Errors
     /// I/O errors.
-    pub fn startup(&mut self, now: i64, writable: bool) -> Result<(), LookupError> {
+    pub(crate) fn startup(&mut self, now: i64, writable: bool) -> Result<(), LookupError> {
         let mut probe = self.opener.open()?;
         // gpg reads the magic through stdio: one read, whatever it holds.
         let _ = probe.read(&mut [0u8; 1]);
@@ -356,14 +356,14 @@ impl<O: Opener + Clone> SignerLookup for Gnupg<O> {
 }
 
 /// One rescan per lookup on one extra handle; nothing else.
-pub struct Scan<O: Opener> {
+pub(crate) struct Scan<O: Opener> {
     handle: Handle<O>,
     scratch: Scratch,
 }
 
 impl<O: Opener> Scan<O> {
     /// A strategy opening its handle with `opener`.
-    pub fn new(opener: O) -> Self {
+    pub(crate) fn new(opener: O) -> Self {
         Self { handle: Handle::new(opener, Sought::Signer), scratch: Scratch::default() }
     }
 

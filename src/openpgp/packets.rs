@@ -12,7 +12,7 @@ use crate::kbx::keypacket::KeyPacketError;
 
 /// One key packet (primary or subkey) as gpg lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawKey {
+pub(super) struct RawKey {
     /// Whether it is a subkey (tag 14).
     pub subkey: bool,
     /// Key packet version.
@@ -31,7 +31,7 @@ pub struct RawKey {
 
 /// A walked keyblock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawKeyblock {
+pub(super) struct RawKeyblock {
     /// Primary key first, then subkeys in keyblock order.
     pub keys: Vec<RawKey>,
     /// User ids (lossy UTF-8).
@@ -177,7 +177,7 @@ fn key_flags(sig: &[u8]) -> Option<String> {
 ///
 /// # Errors
 /// [`WalkError`] when the framing is broken or there is no primary key.
-pub fn walk(image: &[u8]) -> Result<RawKeyblock, WalkError> {
+pub(super) fn walk(image: &[u8]) -> Result<RawKeyblock, WalkError> {
     let mut out = RawKeyblock::default();
     // Whether the current key still wants its capabilities.
     let mut wants_usage = false;

@@ -238,7 +238,7 @@ impl SigPacket {
 
 /// What a key signature covers besides the primary key.
 #[derive(Debug, Clone, Copy)]
-pub enum Signed<'a> {
+pub(super) enum Signed<'a> {
     /// The primary key alone (direct-key signatures, key revocations).
     Key,
     /// A user id's bytes.
@@ -251,7 +251,7 @@ pub enum Signed<'a> {
 
 /// Why a digest cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DigestError {
+pub(super) enum DigestError {
     /// A hash algorithm gpg does not verify with (MD5 among them: gpg
     /// rejects it as weak) or does not know.
     Algorithm,
@@ -279,7 +279,7 @@ fn hash_of(id: u8) -> Option<(Hash, pgp::crypto::hash::HashAlgorithm)> {
 /// # Errors
 /// [`DigestError`]: an algorithm gpg does not take, or a digest whose
 /// first two bytes differ from the signature's.
-pub fn digest(
+pub(super) fn digest(
     sig: &SigPacket,
     primary: &KeyPacket,
     signed: Signed<'_>,

@@ -30,7 +30,7 @@ use crate::crypto::fit_left;
 
 /// A key that can verify: a primary key or a subkey.
 #[derive(Clone, Copy)]
-pub enum SignerKey<'a> {
+pub(super) enum SignerKey<'a> {
     /// A primary key.
     Primary(&'a PublicKey),
     /// A subkey.
@@ -39,7 +39,7 @@ pub enum SignerKey<'a> {
 
 impl<'a> SignerKey<'a> {
     /// The key's creation time.
-    pub fn created_at(&self) -> Timestamp {
+    pub(super) fn created_at(&self) -> Timestamp {
         match self {
             Self::Primary(k) => k.created_at(),
             Self::Sub(k) => k.created_at(),
@@ -47,7 +47,7 @@ impl<'a> SignerKey<'a> {
     }
 
     /// The key of `kb` (primary or subkey) whose key id is `kid`.
-    pub fn find(kb: &'a Keyblock, kid: &[u8; 8]) -> Option<Self> {
+    pub(super) fn find(kb: &'a Keyblock, kid: &[u8; 8]) -> Option<Self> {
         if let Some(p) = kb.primary.as_deref() {
             if key_id_of(p.legacy_key_id().as_ref()) == *kid {
                 return Some(Self::Primary(p));
@@ -62,7 +62,7 @@ impl<'a> SignerKey<'a> {
 
 /// How a verification ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// The signature is good.
     Good,
     /// The signature does not verify.
@@ -74,7 +74,7 @@ pub enum Verdict {
 
 /// Verify `sig`, attached to `component` of the keyblock whose primary
 /// key is `primary`, with `signer`.
-pub fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signer: SignerKey<'_>) -> Verdict {
+pub(super) fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signer: SignerKey<'_>) -> Verdict {
     let class = sig.typ().map_or(0, u8::from);
     macro_rules! with_signer {
         ($k:ident => $e:expr) => {
@@ -110,7 +110,7 @@ pub fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signe
 
 /// Verify `sig` (read from its bytes) over `primary` and `signed` with
 /// the signer's key `signer`, all read from their packets.
-pub fn verify_raw(
+pub(super) fn verify_raw(
     sig: &raw::SigPacket,
     primary: &raw::KeyPacket,
     signed: raw::Signed<'_>,
@@ -228,7 +228,7 @@ impl<K: Serialize, C> Serialize for Checked<'_, K, C> {
 ///   curve, the point and `r`, `s` as 57-byte strings) over the digest of
 ///   any hash, as gpg takes it: `cx448`, the build of RustCrypto's
 ///   `ed448-goldilocks` the `pgp` crate already uses.
-pub fn verify_digest(
+pub(super) fn verify_digest(
     params: &PublicParams,
     hash: pgp::crypto::hash::HashAlgorithm,
     digest: &[u8],

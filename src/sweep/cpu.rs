@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// User and system CPU time used so far by this process
 /// (`libc::RUSAGE_SELF`) or its waited-for children (`RUSAGE_CHILDREN`).
-pub fn times(who: libc::c_int) -> (Duration, Duration) {
+pub(super) fn times(who: libc::c_int) -> (Duration, Duration) {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes a complete `rusage` into the pointer we pass,
     // which points at properly sized and aligned (zeroed) memory we own;

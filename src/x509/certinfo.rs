@@ -246,7 +246,7 @@ impl Memo {
 }
 
 /// Strip leading zero bytes of a serial number.
-pub fn serial_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn serial_eq(a: &[u8], b: &[u8]) -> bool {
     let strip = |s: &[u8]| s[s.iter().position(|&x| x != 0).unwrap_or(s.len())..].to_vec();
     strip(a) == strip(b)
 }

@@ -25,7 +25,7 @@ use crate::kbx::dump::hex_upper;
 use crate::lookup::LookupError;
 
 /// gpgsm's longest chain.
-pub const MAX_CHAIN: usize = 50;
+pub(super) const MAX_CHAIN: usize = 50;
 
 /// Why a certificate is bad, with gpgsm's wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

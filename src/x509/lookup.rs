@@ -158,14 +158,14 @@ fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
 }
 
 /// gpgsm 2.4's access pattern; see the module docs.
-pub struct Gnupg<O: Opener> {
+pub(crate) struct Gnupg<O: Opener> {
     handle: Handle<O>,
     image: Vec<u8>,
 }
 
 impl<O: Opener> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
-    pub fn new(opener: O) -> Self {
+    pub(crate) fn new(opener: O) -> Self {
         Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new() }
     }
 
@@ -283,14 +283,14 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
 }
 
 /// One rescan per lookup on one extra handle; see the module docs.
-pub struct Scan<O: Opener> {
+pub(crate) struct Scan<O: Opener> {
     handle: Handle<O>,
     image: Vec<u8>,
 }
 
 impl<O: Opener> Scan<O> {
     /// A strategy opening its one handle with `opener` when first needed.
-    pub fn new(opener: O) -> Self {
+    pub(crate) fn new(opener: O) -> Self {
         Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new() }
     }
 
@@ -340,7 +340,7 @@ impl<O: Opener> IssuerLookup for Scan<O> {
 
 /// Every certificate in memory, with maps for each kind of lookup.
 #[derive(Debug, Default)]
-pub struct Index {
+pub(crate) struct Index {
     certs: Vec<Cert>,
     by_subject: HashMap<Vec<u8>, Vec<usize>>,
     by_issuer: HashMap<Vec<u8>, Vec<usize>>,
@@ -348,7 +348,7 @@ pub struct Index {
 
 impl Index {
     /// Add a certificate (in file order).
-    pub fn add(&mut self, cert: Cert) {
+    pub(crate) fn add(&mut self, cert: Cert) {
         let i = self.certs.len();
         self.by_subject.entry(cert.subject.clone()).or_default().push(i);
         self.by_issuer.entry(cert.issuer.clone()).or_default().push(i);

@@ -18,7 +18,7 @@ use x509_parser::prelude::{AlgorithmIdentifier, FromDer, SubjectPublicKeyInfo};
 use super::certinfo::Cert;
 
 /// (child, issuer) fingerprints of a signature check.
-pub type PairKey = ([u8; 20], [u8; 20]);
+pub(super) type PairKey = ([u8; 20], [u8; 20]);
 
 /// One signature to check: `child`'s signed part against `issuer`'s key.
 #[derive(Debug, Clone)]

@@ -36,7 +36,7 @@ use crate::crypto::{aws_rsa_pkcs1, fit_left, verify_ecdsa, verify_pss, Hash};
 
 /// What a signature algorithm OID asks for, as gpgsm 2.2.40 accepts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
+pub(super) enum Scheme {
     /// RSA PKCS#1 v1.5 with this hash.
     Pkcs1(Hash),
     /// RSA-PSS with this hash for message and MGF1, salt of its length.
@@ -51,7 +51,7 @@ const EC_PUBLIC_KEY: &str = "1.2.840.10045.2.1";
 impl Scheme {
     /// The scheme of a signature algorithm, or `None` if gpgsm 2.2.40
     /// refuses it.
-    pub fn of(algorithm: &AlgorithmIdentifier<'_>) -> Option<Self> {
+    pub(super) fn of(algorithm: &AlgorithmIdentifier<'_>) -> Option<Self> {
         let oid = algorithm.algorithm.to_id_string();
         Some(match oid.as_str() {
             "1.2.840.113549.1.1.4" => Scheme::Pkcs1(Hash::Md5),
@@ -87,7 +87,7 @@ fn pss_hash(algorithm: &AlgorithmIdentifier<'_>) -> Option<Hash> {
 
 /// Whether the key `spki` verifies `signature` (the BIT STRING's bytes)
 /// over `signed` with `algorithm`, as gpgsm 2.2.40 would decide.
-pub fn verify(
+pub(super) fn verify(
     spki: &SubjectPublicKeyInfo<'_>,
     algorithm: &AlgorithmIdentifier<'_>,
     signature: &[u8],

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::Signer;
 
 /// gpg's `PK_UID_CACHE_SIZE` (configure's default key cache size).
-pub const CACHE_SIZE: usize = 4096;
+pub(super) const CACHE_SIZE: usize = 4096;
 
 /// gpg's user-id cache (`cache_user_id`): keyblocks in the order they
 /// came, at most [`CACHE_SIZE`]; a keyblock sharing a fingerprint with a

@@ -7,7 +7,7 @@ use crate::sweep::{SizeResult, Sweep};
 
 /// The CSV exporter.
 #[derive(Debug, Clone, Copy)]
-pub struct Csv;
+pub(super) struct Csv;
 
 impl Exporter for Csv {
     fn render(&self, sweep: &Sweep) -> Vec<u8> {

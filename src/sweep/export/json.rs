@@ -5,7 +5,7 @@ use crate::sweep::Sweep;
 
 /// The JSON exporter.
 #[derive(Debug, Clone, Copy)]
-pub struct Json;
+pub(super) struct Json;
 
 impl Exporter for Json {
     fn render(&self, sweep: &Sweep) -> Vec<u8> {

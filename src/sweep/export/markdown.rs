@@ -7,7 +7,7 @@ use crate::sweep::{SizeResult, Sweep};
 
 /// The Markdown exporter.
 #[derive(Debug, Clone, Copy)]
-pub struct Markdown;
+pub(super) struct Markdown;
 
 impl Exporter for Markdown {
     fn render(&self, sweep: &Sweep) -> Vec<u8> {
