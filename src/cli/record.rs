@@ -33,6 +33,7 @@ use anyhow::{Context, Result};
 
 use super::args::{Cli, RecordArgs, SummaryFormat};
 use super::interrupt;
+use super::render::duration;
 use super::trace::TraceLevel;
 use kbxscope::events::{FileOp, IoStats, Origin};
 use kbxscope::record::{self, preload, Recorded};
@@ -324,16 +325,6 @@ fn read_records(dir: &Path) -> (Recorded, usize) {
         }
     }
     (Recorded::from_records(records), incomplete)
-}
-
-/// A duration in ns with a readable unit.
-fn duration(ns: u64) -> String {
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
-        _ => format!("{:.2} s", ns as f64 / 1e9),
-    }
 }
 
 /// One table: the operations that happened (kbxscope's five always).

@@ -93,8 +93,8 @@ pub fn io_summary(s: &IoStats, size: BufferSize) -> String {
     out
 }
 
-/// A duration in ns with a readable unit.
-fn duration(ns: u64) -> String {
+/// A duration in ns with a readable unit (every text table of the CLI).
+pub(super) fn duration(ns: u64) -> String {
     match ns {
         0..1_000 => format!("{ns} ns"),
         1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),

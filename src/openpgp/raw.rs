@@ -23,29 +23,27 @@ use pgp::crypto::public_key::PublicKeyAlgorithm;
 use pgp::types::{Mpi, PublicParams, SignatureBytes};
 
 use crate::crypto::Hash;
-use crate::kbx::keypacket::{frame_key, key_id_of, key_packet, mpi, KeyPacketError};
+use crate::kbx::keypacket::{frame_key, key_id_of, key_packet, mpi, KeyPacketError, KeyPacketInfo};
 
-/// A key packet (primary key or subkey) as its bytes say.
+/// A key packet (primary key or subkey) as its bytes say: its identity
+/// (version, creation time, algorithm, fingerprint, key id) as the format
+/// crate reads it, reached through `Deref`, and its material.
 #[derive(Debug, Clone)]
 pub struct KeyPacket {
-    /// Key packet version (2 to 6).
-    pub version: u8,
-    /// Creation time, Unix seconds.
-    pub created: u32,
-    /// Public-key algorithm id.
-    pub algo: u8,
-    /// The fingerprint (v3: MD5 over the modulus and exponent; v4: SHA-1
-    /// over the framed packet; v5, v6: SHA-256).
-    pub fingerprint: Vec<u8>,
-    /// The 64-bit key id (v3: the modulus' low bytes; v4: the
-    /// fingerprint's last 8 bytes; v5, v6: its first 8).
-    pub key_id: [u8; 8],
+    info: KeyPacketInfo,
     /// The key material, decoded with the `pgp` crate's parameter parser
     /// (which takes curves it has no arithmetic for as opaque bytes);
     /// `None` for an algorithm it does not know.
     pub params: Option<PublicParams>,
-    material_start: usize,
     body: Vec<u8>,
+}
+
+impl std::ops::Deref for KeyPacket {
+    type Target = KeyPacketInfo;
+
+    fn deref(&self) -> &KeyPacketInfo {
+        &self.info
+    }
 }
 
 impl KeyPacket {
@@ -58,16 +56,7 @@ impl KeyPacket {
         let info = key_packet(body)?;
         let material = &body[info.material_start..];
         let params = PublicParams::try_from_reader(PublicKeyAlgorithm::from(info.algo), None, material).ok();
-        Ok(Self {
-            version: info.version,
-            created: info.created,
-            algo: info.algo,
-            fingerprint: info.fingerprint,
-            key_id: info.key_id,
-            params,
-            material_start: info.material_start,
-            body: body.to_vec(),
-        })
+        Ok(Self { info, params, body: body.to_vec() })
     }
 
     /// The algorithm-specific key material: after the algorithm id (v2/v3:
