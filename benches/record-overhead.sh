@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # record-overhead.sh — what `kbxscope record` costs a real gpg: gpg
-# --check-sigs plain, recorded (histograms + metrics), recorded with an
-# event-level trace, and under strace, side by side in one run.
+# --check-sigs plain, recorded (histograms + metrics), the same with the
+# kernel's clock instead of the TSC (KBXSCOPE_RECORD_CLOCK=monotonic, see
+# crates/kbx-preload/PROTOCOL.md), recorded with an event-level trace, with
+# --stacks (every call, and one call in 100), and under strace, side by side
+# in one run.
 #
 # Usage: benches/record-overhead.sh [ROUNDS]     (default 11)
 #
@@ -10,6 +13,8 @@
 #                  and imported into an empty GNUPGHOME, so that the keybox
 #                  measured is one gpg wrote (small: 162 keys, ~5 MiB)
 #   GPG=gpg        the gpg to run
+#   STRACE_ROUNDS=1  rounds that include the strace variant
+#   VARIANTS="plain record …"  which variants to run (default: all seven)
 #
 # Each round runs the four variants in turn (interleaved), each on a fresh
 # copy of the GnuPG-made keybox; the wall time of each run is taken around
@@ -21,6 +26,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 K=$PWD/target/release/kbxscope
 ROUNDS=${1:-11}
+STRACE_ROUNDS=${STRACE_ROUNDS:-1}
 PRESET=${PRESET:-small}
 GPG=${GPG:-gpg}
 work=$(mktemp -d)
@@ -37,17 +43,23 @@ echo "GnuPG-made keybox: $(stat -c %s "$work/made.kbx") bytes, $("$K" stats "$wo
 
 gpg_cmd=("$GPG" --homedir "$work/h1" --batch --check-sigs)
 declare -A times
-variants=(plain record record-trace strace)
+read -r -a variants <<<"${VARIANTS:-plain record record-monotonic record-trace record-stacks record-stacks-100 strace}"
 run() {
   case $1 in
     plain) "${gpg_cmd[@]}" ;;
     record) "$K" --metrics-out "$work/m.prom" record -- "${gpg_cmd[@]}" ;;
+    record-monotonic) KBXSCOPE_RECORD_CLOCK=monotonic "$K" --metrics-out "$work/m.prom" record -- "${gpg_cmd[@]}" ;;
     record-trace) "$K" --trace-out "$work/t.json" --trace-level event record -- "${gpg_cmd[@]}" ;;
+    record-stacks) "$K" record --stacks "$work/s.json" -- "${gpg_cmd[@]}" ;;
+    record-stacks-100) "$K" record --stacks "$work/s.json" --stack-every 100 -- "${gpg_cmd[@]}" ;;
     strace) strace -f -qq -o /dev/null -e trace=openat,read,lseek,close,access "${gpg_cmd[@]}" ;;
   esac
 }
 for r in $(seq 1 "$ROUNDS"); do
   for v in "${variants[@]}"; do
+    # strace costs about 14 plain runs a round and is far outside the noise:
+    # its first STRACE_ROUNDS rounds are enough.
+    [ "$v" = strace ] && [ "$r" -gt "$STRACE_ROUNDS" ] && continue
     cp "$work/made.kbx" "$work/h1/pubring.kbx"
     t0=$(date +%s%N)
     run "$v" >/dev/null 2>&1 || true

@@ -289,6 +289,145 @@ fn trace_has_the_recorded_calls() {
     assert!(events.iter().any(|e| e["pid"] == pid && e["name"] == "process_name"), "the track is named");
 }
 
+/// record killed while PROGRAM runs (SIGTERM, then SIGKILL): PROGRAM is
+/// not signalled and finishes normally with all its output, its watched
+/// calls still going through the hooks. After SIGTERM record says in one
+/// line what it had counted and leaves nothing in `$TMPDIR`; SIGKILL can
+/// only leave the record directory. Synchronised by PROGRAM's output and
+/// its stdin, not by time.
+fn collector_killed_mid_run() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let size = std::fs::metadata(&kbx).unwrap().len();
+    // Reads the keybox, says so, waits for a line, reads it again, exits 3.
+    let script = r#"cat "$0" | wc -c; read line; cat "$0" | wc -c; echo "got $line"; exit 3"#;
+    for signal in ["TERM", "KILL"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = bin()
+            .args(["--io-summary=json", "record", "--", "sh", "-c", script])
+            .arg(&kbx)
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kbxscope record");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        assert_eq!(first.trim(), size.to_string(), "the first read");
+        let mut stdin = child.stdin.take().unwrap();
+        Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        // PROGRAM goes on: it still reads stdin and the keybox (and holds
+        // record's stderr until it exits).
+        stdin.write_all(b"more\n").unwrap();
+        drop(stdin);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(rest, format!("{size}\ngot more\n"), "{signal}: PROGRAM finished normally");
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        if signal == "TERM" {
+            assert_eq!(status.code(), Some(143), "{err}");
+            let line: Vec<&str> =
+                err.lines().filter(|l| l.starts_with("kbxscope: record: SIGTERM: PROGRAM (pid ")).collect();
+            assert_eq!(line.len(), 1, "one line: {err}");
+            let calls: u64 = line[0].split("; ").nth(1).and_then(|c| c.split(' ').next()).unwrap().parse().unwrap();
+            assert!(calls >= 3, "cat's open, reads and close were counted: {err}");
+            assert!(!err.contains('{'), "no summary: {err}");
+            assert!(left.is_empty(), "nothing left behind: {left:?}");
+        } else {
+            assert_eq!(status.signal(), Some(9));
+            assert!(left.len() <= 1, "at most the record directory: {left:?}");
+        }
+    }
+}
+
+/// `record --stacks` on a program with a symbol table: each operation's
+/// stacks run from `main` through the function that made the call, and
+/// their weights are the calls the summary counts (every call sampled), or
+/// about that with `--stack-every`.
+fn stacks_name_the_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("p.c");
+    std::fs::write(
+        &src,
+        r#"#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+__attribute__((noinline)) long read_keybox_in_chunks(const char *p) {
+    char b[512]; long n = 0, r; int fd = open(p, O_RDONLY);
+    while ((r = read(fd, b, sizeof b)) > 0) n += r;
+    close(fd); return n;
+}
+__attribute__((noinline)) long look_at_keybox(const char *p) {
+    struct stat st; return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+int main(int argc, char **argv) {
+    long a = read_keybox_in_chunks(argv[1]); long b = look_at_keybox(argv[1]);
+    printf("%ld %ld\n", a, b); return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = dir.path().join("p");
+    assert!(Command::new("cc").args(["-O1", "-o"]).arg(&exe).arg(&src).status().unwrap().success());
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let size = std::fs::metadata(&kbx).unwrap().len();
+    let out = dir.path().join("stacks.json");
+    let (e, k, o) = (exe.to_str().unwrap(), kbx.to_str().unwrap(), out.to_str().unwrap());
+    let r = bin().args(["--io-summary=json", "record", "--stacks", o, "--", e, k]).output().unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(stdout(&r), format!("{size} {size}\n"), "the program's output passes through");
+    let reads = summary(&r)["events"]["read"].as_u64().unwrap();
+    assert_eq!(reads, size.div_ceil(512) + 1, "the summary counts every read");
+    let note = stderr(&r);
+    assert!(note.lines().any(|l| l.starts_with("kbxscope: record: stacks: ") && l.contains(o)), "{note}");
+
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(doc["$schema"], "https://www.speedscope.app/file-format-schema.json");
+    let frames: Vec<&str> =
+        doc["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let events = &doc["profiles"][0];
+    assert!(events["name"].as_str().unwrap().starts_with("p (pid "), "{}", events["name"]);
+    let mut by_leaf: HashMap<&str, (u64, Vec<Vec<&str>>)> = HashMap::new();
+    for (s, w) in events["samples"].as_array().unwrap().iter().zip(events["weights"].as_array().unwrap()) {
+        let names: Vec<&str> = s.as_array().unwrap().iter().map(|i| frames[i.as_u64().unwrap() as usize]).collect();
+        let e = by_leaf.entry(names[names.len() - 1]).or_default();
+        e.0 += w.as_u64().unwrap();
+        e.1.push(names);
+    }
+    let tail = |leaf: &str| -> Vec<Vec<&str>> {
+        by_leaf[leaf].1.iter().map(|s| s[s.len().saturating_sub(3)..].to_vec()).collect()
+    };
+    assert_eq!(by_leaf["read"].0, reads, "one sample per read");
+    assert_eq!(by_leaf["open"].0, 1);
+    assert_eq!(by_leaf["stat"].0, 1);
+    assert_eq!(tail("read"), [["main", "read_keybox_in_chunks", "read"]], "{by_leaf:?}");
+    assert_eq!(tail("open"), [["main", "read_keybox_in_chunks", "open"]]);
+    assert_eq!(tail("stat"), [["main", "look_at_keybox", "stat"]]);
+    let bytes: u64 = doc["profiles"][1]["weights"].as_array().unwrap().iter().map(|w| w.as_u64().unwrap()).sum();
+    assert_eq!(bytes, size, "the bytes profile");
+
+    // One call in 4: about a quarter of the samples, weights ×4.
+    let r =
+        bin().args(["--io-summary=json", "record", "--stacks", o, "--stack-every", "4", "--", e, k]).output().unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let total: u64 = doc["profiles"][0]["weights"].as_array().unwrap().iter().map(|w| w.as_u64().unwrap()).sum();
+    let calls: u64 =
+        summary(&r)["processes"][0]["calls"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(total, calls.div_ceil(4) * 4, "samples ×4");
+}
+
 crate::tests![
     gpg_k_equals_strace needs ["gpg", "strace"],
     gpg_list_sigs_equals_strace needs ["gpg", "strace"],
@@ -298,5 +437,7 @@ crate::tests![
     record_of_kbxscope_equals_its_summary,
     static_program_is_named needs ["cc"],
     summaries_text_and_json needs ["cat"],
+    collector_killed_mid_run needs ["sh", "cat", "wc", "kill"],
+    stacks_name_the_callers needs ["cc"],
     trace_has_the_recorded_calls,
 ];

@@ -308,7 +308,7 @@ fn speedscope(trace: &Path, expect: &[&str]) -> Value {
 /// `tests/viewer/package-lock.json`, installed by `npm ci --prefix
 /// tests/viewer`) in Debian's headless Chromium, offline. Event level with
 /// worker threads, a cut trace (its note is a visible span on a track of its
-/// own), a sweep's spans. Without the node modules the test is ignored
+/// own), a sweep's spans, `record --stacks`' profile. Without the node modules the test is ignored
 /// (under `CI=true` it fails): it needs `tests/viewer/node_modules/speedscope`.
 fn speedscope_opens_our_traces() {
     let dir = tempfile::tempdir().unwrap();
@@ -340,6 +340,17 @@ fn speedscope_opens_our_traces() {
     let o = run(sweep_args(&sweep, &kbx));
     assert!(o.status.success(), "{}", stderr(&o));
     speedscope(&sweep, &["command", "size", "warmup", "run"]);
+
+    // record --stacks' profile (speedscope's own format): cat's reads under
+    // libc's start, one profile per weight.
+    let stacks = dir.path().join("stacks.json");
+    let o =
+        run(["record", "--watch", "*.kbx", "--stacks", stacks.to_str().unwrap(), "--", "cat", kbx.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen = speedscope(&stacks, &["read", "__libc_start_main"]);
+    let profiles: Vec<&str> = seen["profile_selector"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(profiles.len(), 3, "{profiles:?}");
+    assert!(profiles[0].starts_with("cat (pid ") && profiles[0].ends_with(": file events"), "{profiles:?}");
 }
 
 fn unsafe_kill(pid: u32, signal: i32) -> i32 {

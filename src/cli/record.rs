@@ -1,6 +1,8 @@
-//! `kbxscope record [--watch GLOB]… [--wait-daemons[=DURATION]] -- PROGRAM
-//! [ARGS…]`: run PROGRAM with the interposer preloaded and report what it
-//! and its descendants did on the watched files.
+//! `kbxscope record [--watch GLOB]… [--wait-daemons[=DURATION]] [--stacks
+//! FILE [--stack-every N]] -- PROGRAM [ARGS…]`: run PROGRAM with the
+//! interposer preloaded and report what it and its descendants did on the
+//! watched files (with `--stacks`, also which of their functions made the
+//! calls: [`kbxscope::record::stacks`]).
 //!
 //! * The interposer (embedded, [`kbxscope::record::preload`]) is written
 //!   once into the cache directory (`$KBXSCOPE_CACHE_DIR`, …, as for the
@@ -18,6 +20,13 @@
 //!   until then, and named as still running. `--wait-daemons[=DURATION]`
 //!   first waits (at most DURATION, 30 s by default) until every recorded
 //!   process has exited. record never signals a process.
+//! * If record itself gets SIGINT or SIGTERM (or dies), PROGRAM is not
+//!   signalled and goes on unaffected: its hooks write into shared memory
+//!   no one needs to read, nothing blocks and no SIGPIPE can come. record
+//!   removes its directory and says in one line how many calls had been
+//!   counted (they are not reported); a later image of PROGRAM finds the
+//!   directory gone and records nothing. Only SIGKILL leaves the directory
+//!   in `$TMPDIR`.
 //! * What cannot be seen is said in one line instead of zeros: a
 //!   statically linked PROGRAM, a GnuPG daemon already running for the
 //!   home before record started, lost events.
@@ -27,6 +36,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -56,6 +67,9 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
         .then(|| cli.trace_max_events.min(record::MAX_EVENTS));
     let mut cmd = Command::new(&exe);
     cmd.arg0(program).args(args);
+    if a.stacks.is_some() {
+        cmd.env("KBXSCOPE_RECORD_STACKS", a.stack_every.to_string());
+    }
     let Preloaded { status, recorded, incomplete } = match run_preloaded(&mut cmd, &watch, events, a.wait_daemons)? {
         Ok(r) => r,
         Err(e) => {
@@ -106,6 +120,9 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
     if events.is_some() {
         recorded.for_each_event(kbxscope::events::trace);
     }
+    if let Some(path) = &a.stacks {
+        notes.push(write_stacks(path, &recorded)?);
+    }
     for n in &notes {
         eprintln!("kbxscope: record: {n}");
     }
@@ -150,8 +167,18 @@ pub fn run_preloaded(
     let dir =
         tempfile::Builder::new().prefix("kbxscope-record-").tempdir().context("cannot make a record directory")?;
     let dir_path = dir.path().to_path_buf();
-    interrupt::on_interrupt(Box::new(move |_| {
+    let child = Arc::new(AtomicU32::new(0));
+    let pid = Arc::clone(&child);
+    interrupt::on_interrupt(Box::new(move |signal| {
+        // PROGRAM goes on (record never signals it); say what is lost.
+        let (recorded, _) = read_records(&dir_path);
+        let calls = recorded.total().total_events();
         let _ = std::fs::remove_dir_all(&dir_path);
+        let pid = pid.load(Ordering::Relaxed);
+        let running = if pid != 0 && alive(pid) { format!("PROGRAM (pid {pid}) goes on") } else { "PROGRAM".into() };
+        eprintln!(
+            "kbxscope: record: {signal}: {running} unrecorded from now on; {calls} calls were counted until then, not reported"
+        );
     }));
     let mut preload = library.into_os_string();
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
@@ -163,7 +190,15 @@ pub fn run_preloaded(
         Some(n) => cmd.env("KBXSCOPE_RECORD_EVENTS", n.to_string()),
         None => cmd.env_remove("KBXSCOPE_RECORD_EVENTS"),
     };
-    let status = match cmd.status() {
+    if cmd.get_envs().all(|(k, _)| k != "KBXSCOPE_RECORD_STACKS") {
+        cmd.env_remove("KBXSCOPE_RECORD_STACKS");
+    }
+    let mut process = match cmd.spawn() {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    child.store(process.id(), Ordering::Relaxed);
+    let status = match process.wait() {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),
     };
@@ -325,6 +360,24 @@ fn read_records(dir: &Path) -> (Recorded, usize) {
         }
     }
     (Recorded::from_records(records), incomplete)
+}
+
+/// Write `--stacks`' profile; the note that says what it holds.
+fn write_stacks(path: &Path, recorded: &Recorded) -> Result<String> {
+    let (doc, t) = record::stacks::profile(&recorded.stacks, &mut record::stacks::Symbolizer::default());
+    let bytes = serde_json::to_vec(&doc)?;
+    if path == Path::new("-") {
+        io::stdout().write_all(&bytes)?;
+    } else {
+        super::output::write_file(path, &bytes, true)?;
+    }
+    let lost = if t.lost > 0 { format!(", {} lost (the stack table was full)", t.lost) } else { String::new() };
+    Ok(format!(
+        "stacks: {} sampled calls, {} distinct stacks, in {}{lost}",
+        t.samples,
+        t.stacks,
+        if path == Path::new("-") { "standard output".into() } else { path.display().to_string() }
+    ))
 }
 
 /// One table: the operations that happened (kbxscope's five always).

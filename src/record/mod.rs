@@ -16,6 +16,7 @@
 
 pub mod elf;
 pub mod preload;
+pub mod stacks;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -101,6 +102,8 @@ pub struct Recorded {
     pub lost: Lost,
     /// Per-call events: (index into `processes`, file path, event), by start.
     pub events: Vec<(usize, String, protocol::Event)>,
+    /// Sampled call stacks, per process image that has them.
+    pub stacks: Vec<stacks::ProcessStacks>,
 }
 
 /// A representative duration of latency bucket `b` (`[2^b, 2^(b+1))` ns):
@@ -142,7 +145,11 @@ impl Recorded {
         records.sort_by_key(|r| (r.pid, r.mono_ns));
         let mut out = Recorded::default();
         let mut index: BTreeMap<u32, usize> = BTreeMap::new();
-        for r in records {
+        for mut r in records {
+            if let Some(s) = r.stacks.take() {
+                let program = String::from_utf8_lossy(&r.program).into_owned();
+                out.stacks.push(stacks::ProcessStacks { pid: r.pid, program, stacks: s });
+            }
             out.lost.files += r.lost_files;
             out.lost.fds += r.lost_fds;
             out.lost.events += r.lost_events;

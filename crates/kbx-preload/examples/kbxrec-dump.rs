@@ -1,8 +1,8 @@
 //! Print the record files of a directory (debugging aid; std only).
 //! Usage: kbxrec-dump DIR
 
-#[path = "../src/protocol.rs"]
-#[allow(dead_code)]
+#[path = "../src/protocol/mod.rs"]
+#[allow(dead_code, unused_imports)]
 mod protocol;
 
 fn main() {

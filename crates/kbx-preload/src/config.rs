@@ -7,7 +7,7 @@
 //! path. `KBXSCOPE_RECORD_EVENTS`: event capacity (default 0).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::glob::{basename, glob_match, patterns};
 use crate::sys;
@@ -20,6 +20,8 @@ pub const DIR_MAX: usize = 4096;
 pub const WATCH_MAX: usize = 4096;
 /// Largest accepted `KBXSCOPE_RECORD_EVENTS`.
 pub const EVENTS_MAX: u64 = 1 << 24;
+/// Largest stack sampling interval.
+pub const STACK_EVERY_MAX: u64 = 1 << 32;
 
 /// A byte buffer written once by the initialising thread, before `STATE`
 /// becomes `READY` (release), and only read after observing `READY` (acquire).
@@ -65,6 +67,8 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static DIR_OK: AtomicBool = AtomicBool::new(false);
 static HAS_ABS: AtomicBool = AtomicBool::new(false);
 static EVENTS: AtomicUsize = AtomicUsize::new(0);
+static MONOTONIC: AtomicBool = AtomicBool::new(false);
+static STACK_EVERY: AtomicU64 = AtomicU64::new(0);
 static DIR: OnceBuf<DIR_MAX> = OnceBuf::new();
 static WATCH: OnceBuf<WATCH_MAX> = OnceBuf::new();
 
@@ -113,6 +117,9 @@ pub fn init() {
         HAS_ABS.store(patterns(WATCH.get()).any(|p| p.contains(&b'/')), Ordering::Relaxed);
         let ev = env(b"KBXSCOPE_RECORD_EVENTS\0").map_or(0, parse_dec).min(EVENTS_MAX);
         EVENTS.store(ev as usize, Ordering::Relaxed);
+        MONOTONIC.store(env(b"KBXSCOPE_RECORD_CLOCK\0") == Some(b"monotonic"), Ordering::Relaxed);
+        STACK_EVERY
+            .store(env(b"KBXSCOPE_RECORD_STACKS\0").map_or(0, parse_dec).min(STACK_EVERY_MAX), Ordering::Relaxed);
         ENABLED.store(true, Ordering::Relaxed);
     }
     STATE.store(READY, Ordering::Release);
@@ -137,6 +144,18 @@ pub fn record_dir() -> Option<&'static [u8]> {
     } else {
         None
     }
+}
+
+/// Whether `KBXSCOPE_RECORD_CLOCK=monotonic` asks for the kernel's clock
+/// on every read (see [`crate::clock`]).
+pub fn clock_forced_monotonic() -> bool {
+    MONOTONIC.load(Ordering::Relaxed)
+}
+
+/// `KBXSCOPE_RECORD_STACKS`: sample the stack of every Nth watched call
+/// (0: no stacks, no stack region).
+pub fn stack_every() -> u64 {
+    STACK_EVERY.load(Ordering::Relaxed)
 }
 
 /// Event capacity.

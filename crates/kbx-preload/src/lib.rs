@@ -18,6 +18,8 @@
 pub mod protocol;
 
 #[cfg(feature = "hooks")]
+pub mod clock;
+#[cfg(feature = "hooks")]
 pub mod config;
 #[cfg(feature = "hooks")]
 pub mod fdtable;
@@ -27,6 +29,8 @@ pub mod glob;
 pub mod paths;
 #[cfg(feature = "hooks")]
 pub mod record;
+#[cfg(feature = "hooks")]
+pub mod stacks;
 #[cfg(feature = "hooks")]
 pub mod stdio_model;
 #[cfg(feature = "hooks")]
@@ -67,6 +71,9 @@ mod init {
             // SAFETY: registers a plain extern "C" fn with no captured state;
             // called once, at load, when no other thread of ours exists.
             unsafe { libc::pthread_atfork(None, None, Some(child)) };
+            if crate::config::stack_every() > 0 {
+                crate::stacks::warm_up();
+            }
         }
     }
 

@@ -31,7 +31,8 @@ pub fn after_fork_child() {
 fn word(base: usize, off: usize) -> &'static AtomicU64 {
     // SAFETY: base is a live, never-unmapped, page-aligned MAP_SHARED mapping
     // of SIZE bytes; every caller passes an 8-aligned offset inside the fixed
-    // layout (< EVENTS_OFFSET, or an event index checked against capacity).
+    // layout (< EVENTS_OFFSET, an event index checked against capacity, or
+    // a stack-region offset, used only when the region exists).
     unsafe { &*((base + off) as *const AtomicU64) }
 }
 
@@ -79,7 +80,8 @@ fn create() -> Option<usize> {
     let dir = config::record_dir()?;
     let pid = sys::raw_getpid();
     let cap = config::event_capacity();
-    let size = p::total_size(cap);
+    let every = config::stack_every();
+    let size = p::total_size(cap) + if every > 0 { p::stacks::STACKS_SIZE } else { 0 };
     let mut name = [0u8; config::DIR_MAX + 96];
     let mut fd = -1;
     for attempt in 0..8u64 {
@@ -137,7 +139,7 @@ fn create() -> Option<usize> {
     w(hdr::EVENT_CAP, cap as u64);
     w(hdr::PID, pid as u64);
     w(hdr::PPID, sys::raw_getppid() as u64);
-    w(hdr::MONO_NS, sys::now());
+    w(hdr::MONO_NS, sys::monotonic());
     w(hdr::REAL_NS, sys::realtime());
     let mut exe = [0u8; 4096];
     let n = sys::raw_readlinkat(libc::AT_FDCWD, b"/proc/self/exe\0", &mut exe);
@@ -147,9 +149,40 @@ fn create() -> Option<usize> {
         byte(b, hdr::PROG + i).store(*c, Ordering::Relaxed);
     }
     w(hdr::PROG_LEN, prog.len() as u64);
+    if every > 0 {
+        w(hdr::STACK_EVERY, every);
+        w(hdr::MAPS_LEN, copy_maps(b + p::stacks::region_offset(cap)) as u64);
+        w(hdr::STACK_SLOTS, p::stacks::STACK_SLOTS as u64);
+    }
     let magic = u64::from_le_bytes(p::MAGIC);
     word(b, hdr::MAGIC).store(magic, Ordering::Release);
     Some(b)
+}
+
+/// Copy `/proc/self/maps` (at most MAPS_MAX bytes) to `dst` in the
+/// mapping with raw system calls; the bytes copied.
+fn copy_maps(dst: usize) -> usize {
+    let fd = sys::raw_openat(libc::AT_FDCWD, b"/proc/self/maps\0", libc::O_RDONLY | libc::O_CLOEXEC, 0);
+    if fd < 0 {
+        return 0;
+    }
+    let mut done = 0;
+    while done < p::stacks::MAPS_MAX {
+        // SAFETY: dst + done .. dst + MAPS_MAX lies inside the stack region
+        // of the mapping just created (STACKS_SIZE > MAPS_MAX), which only
+        // this thread writes until the magic is stored.
+        let buf = unsafe { std::slice::from_raw_parts_mut((dst + done) as *mut u8, p::stacks::MAPS_MAX - done) };
+        let n = sys::raw_read(fd as libc::c_int, buf);
+        if n <= 0 {
+            break;
+        }
+        done += n as usize;
+    }
+    sys::raw_close(fd);
+    // Only whole lines: a line cut at MAPS_MAX is dropped.
+    // SAFETY: as above, the bytes just written.
+    let text = unsafe { std::slice::from_raw_parts(dst as *const u8, done) };
+    text.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)
 }
 
 fn publish_slot_at(b: usize, i: usize) {
@@ -230,15 +263,22 @@ pub fn call(c: Call) {
         add(p::CELL_BYTES, c.bytes);
     }
     add(p::CELL_TOTAL_NS, ns);
+    // Read first: a new minimum or maximum is rare, and fetch_max is a
+    // compare-and-swap loop.
     if let Some(a) = cell(b, c.slot, c.op, p::CELL_MIN_INV) {
-        a.fetch_max(u64::MAX - ns, Ordering::Relaxed);
+        if u64::MAX - ns > a.load(Ordering::Relaxed) {
+            a.fetch_max(u64::MAX - ns, Ordering::Relaxed);
+        }
     }
     if let Some(a) = cell(b, c.slot, c.op, p::CELL_MAX_NS) {
-        a.fetch_max(ns, Ordering::Relaxed);
+        if ns > a.load(Ordering::Relaxed) {
+            a.fetch_max(ns, Ordering::Relaxed);
+        }
     }
     add(p::CELL_LAT0 + p::lat_bucket(ns), 1);
     add(p::CELL_SIZE0 + p::size_bucket(c.bytes), 1);
     let cap = EVENT_CAP.load(Ordering::Relaxed);
+    sample_stack(b, cap, c.op, c.bytes, ns);
     if cap == 0 {
         return;
     }
@@ -276,6 +316,7 @@ pub fn inferred(slot: u16, op: Op, bytes: u64, failed: bool) {
     }
     add(p::CELL_SIZE0 + p::size_bucket(bytes), 1);
     let cap = EVENT_CAP.load(Ordering::Relaxed);
+    sample_stack(b, cap, op, bytes, 0);
     if cap == 0 {
         return;
     }
@@ -293,4 +334,12 @@ pub fn inferred(slot: u16, op: Op, bytes: u64, failed: bool) {
     word(b, off + 40).store(if failed { u64::MAX } else { bytes }, Ordering::Relaxed);
     let tag = p::event_tag(op.index(), (slot as usize).saturating_sub(1), sys::tid());
     word(b, off).store(tag, Ordering::Release);
+}
+
+/// With stacks on, every Nth call's stack (one relaxed load when off).
+#[inline(always)]
+fn sample_stack(b: usize, cap: usize, op: Op, bytes: u64, ns: u64) {
+    if crate::stacks::due(config::stack_every()) && word(b, hdr::STACK_SLOTS).load(Ordering::Relaxed) != 0 {
+        crate::stacks::sample(|off| word(b, off), cap, op, bytes, ns);
+    }
 }

@@ -50,9 +50,14 @@ fn clock(id: libc::clockid_t) -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
-/// CLOCK_MONOTONIC in ns.
+/// CLOCK_MONOTONIC in ns, as the hooks read it (see [`crate::clock`]).
 #[inline(always)]
 pub fn now() -> u64 {
+    crate::clock::now()
+}
+
+/// CLOCK_MONOTONIC in ns from the kernel (the vDSO).
+pub fn monotonic() -> u64 {
     clock(libc::CLOCK_MONOTONIC)
 }
 
@@ -100,6 +105,12 @@ pub fn raw_openat(dirfd: c_int, path: &[u8], flags: c_int, mode: c_int) -> c_lon
 pub fn raw_close(fd: c_long) {
     // SAFETY: closes a descriptor this library opened itself.
     unsafe { libc::syscall(libc::SYS_close, fd) };
+}
+
+/// Raw read into `buf`; the length or -1.
+pub fn raw_read(fd: c_int, buf: &mut [u8]) -> c_long {
+    // SAFETY: buf is writable for buf.len() bytes.
+    unsafe { libc::syscall(libc::SYS_read, fd as c_long, buf.as_mut_ptr(), buf.len()) }
 }
 
 /// Raw lseek; returns the new offset or -1.

@@ -6,8 +6,8 @@
 //! The library and the `kbxtest` workload are built by a nested
 //! `cargo build --lib --examples` (once), so one `cargo test` is enough.
 
-#[path = "../src/protocol.rs"]
-#[allow(dead_code)]
+#[path = "../src/protocol/mod.rs"]
+#[allow(dead_code, unused_imports)]
 mod protocol;
 
 use std::collections::{BTreeMap, HashMap};

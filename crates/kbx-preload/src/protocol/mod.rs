@@ -1,4 +1,5 @@
-//! The record file format (version 1): one layout definition shared by the
+//! The record file format (version 1, with the optional stack region of
+//! [`stacks`]): one layout definition shared by the
 //! writer (`record.rs`, inside the preloaded library) and the decoder below.
 //!
 //! Everything is made of little-endian 64-bit words at fixed offsets, so the
@@ -10,6 +11,9 @@
 //! it as it is.
 
 use std::fmt;
+
+pub mod stacks;
+pub use stacks::{Stack, Stacks};
 
 /// The 8 bytes a complete record file starts with. The writer stores them
 /// last (release order), so a file without them is still being created.
@@ -106,6 +110,17 @@ pub mod hdr {
     pub const PROG: usize = 128;
     /// Maximum program name length.
     pub const PROG_MAX: usize = 256;
+    /// Entries of the stack region ([`super::stacks::STACK_SLOTS`]), 0 when
+    /// the record has none.
+    pub const STACK_SLOTS: usize = 384;
+    /// Every how many watched calls one stack is sampled.
+    pub const STACK_EVERY: usize = 392;
+    /// Stack samples taken.
+    pub const STACK_SAMPLES: usize = 400;
+    /// Stack samples lost: no free entry within the probe limit.
+    pub const STACK_LOST: usize = 408;
+    /// Length of the `/proc/self/maps` text at the region's start.
+    pub const MAPS_LEN: usize = 416;
 }
 
 /// File slot state word: free.
@@ -244,7 +259,7 @@ impl Op {
 }
 
 // The layout is checked at compile time.
-const _: () = assert!(hdr::PROG + hdr::PROG_MAX <= HEADER_SIZE);
+const _: () = assert!(hdr::PROG + hdr::PROG_MAX <= hdr::STACK_SLOTS && hdr::MAPS_LEN + 8 <= HEADER_SIZE);
 const _: () = assert!(STATS_OFFSET.is_multiple_of(8) && EVENTS_OFFSET.is_multiple_of(8));
 const _: () = assert!(Op::ALL.len() <= NUM_OPS);
 
@@ -391,6 +406,8 @@ pub struct Record {
     pub files: Vec<FileRecord>,
     /// Complete events in index order.
     pub events: Vec<Event>,
+    /// Sampled call stacks, if the record was made with them.
+    pub stacks: Option<Stacks>,
 }
 
 impl Record {
@@ -539,6 +556,7 @@ pub fn decode(b: &[u8]) -> Result<Record, DecodeError> {
         event_cap,
         files,
         events,
+        stacks: usize::try_from(event_cap).ok().and_then(|cap| stacks::decode(b, cap)),
     })
 }
 
