@@ -46,7 +46,7 @@ jobs=("$@")
 [ -x "$CHROOT/usr/bin/gpgsm" ] || { echo "no gpgsm in $CHROOT (see the header)" >&2; exit 2; }
 [ -e "$CHROOT/proc/self" ] || { echo "$CHROOT/proc is not mounted: mount -t proc proc $CHROOT/proc" >&2; exit 2; }
 cargo build --release --quiet
-install -m 755 target/release/kbxscope "$CHROOT/usr/local/bin/kbxscope"
+cmp -s target/release/kbxscope "$CHROOT/usr/local/bin/kbxscope" || install -m 755 target/release/kbxscope "$CHROOT/usr/local/bin/kbxscope"
 mkdir -p "$CHROOT/var/cache/kbxscope" "$OUT"
 host_cache=${KBXSCOPE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kbxscope}
 for f in "$host_cache"/seed-*.kbx "$host_cache"/seed-*.kbx.trustlist.txt; do

@@ -4,13 +4,15 @@
 //! one-line notes for what cannot be seen; the json summary's form; the
 //! trace's complete events on the recorded process's track.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::{bin, fixture, stderr, stdout, stop_gnupg_daemons};
 
-type Counts = BTreeMap<String, u64>;
+#[path = "../crates/kbx-preload/tests/common/strace_log.rs"]
+mod strace_log;
+use strace_log::Counts;
 
 /// A fresh GNUPGHOME holding gnupg-mixed.kbx as pubring.kbx (gpg has made
 /// its trustdb and settled the keybox); its daemons are stopped on drop.
@@ -104,41 +106,7 @@ fn strace_counts(program: &str, args: &[&str]) -> Vec<Counts> {
         .expect("run strace");
     assert!(log.exists(), "strace: {}", stderr(&o));
     let text = std::fs::read_to_string(&log).unwrap();
-    let mut pending: HashMap<u32, String> = HashMap::new();
-    let mut group: HashMap<u32, u32> = HashMap::new();
-    let mut counts: BTreeMap<u32, Counts> = BTreeMap::new();
-    for line in text.lines() {
-        let Some((tid, rest)) = line.split_once(' ') else { continue };
-        let Ok(tid) = tid.trim().parse::<u32>() else { continue };
-        let rest = rest.trim_start();
-        let full = if let Some(head) = rest.strip_suffix("<unfinished ...>") {
-            pending.insert(tid, head.to_string());
-            continue;
-        } else if rest.starts_with("<...") {
-            let tail = rest.split_once("resumed>").map_or("", |(_, t)| t);
-            format!("{}{}", pending.remove(&tid).unwrap_or_default(), tail)
-        } else {
-            rest.to_string()
-        };
-        let Some((sys, args)) = full.split_once('(') else { continue };
-        if (sys == "clone" || sys == "clone3") && full.contains("CLONE_THREAD") {
-            if let Some(child) = full.rsplit("= ").next().and_then(|r| r.trim().parse::<u32>().ok()) {
-                let p = *group.get(&tid).unwrap_or(&tid);
-                group.insert(child, p);
-            }
-            continue;
-        }
-        if !(full.contains("pubring.kbx\"") || full.contains("pubring.kbx>")) {
-            continue;
-        }
-        if let Some(op) = strace_op(sys, args) {
-            let p = *group.get(&tid).unwrap_or(&tid);
-            *counts.entry(p).or_default().entry(op.to_string()).or_default() += 1;
-        }
-    }
-    let mut v: Vec<Counts> = counts.into_values().collect();
-    v.sort();
-    v
+    strace_log::count(&text, "pubring.kbx", strace_op)
 }
 
 fn compare_with_strace(program: &str, args: &[&str], start_agent: bool) {

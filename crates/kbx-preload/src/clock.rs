@@ -78,6 +78,10 @@ fn slow_now() -> u64 {
     let ns = crate::sys::monotonic();
     match state {
         UNKNOWN if STATE.compare_exchange(UNKNOWN, CHECKING, Ordering::Acquire, Ordering::Relaxed).is_ok() => {
+            // The check makes system calls (sysfs, prctl): errno stays the
+            // host's, and the time returned is taken after it, so the call
+            // being timed does not pay for it.
+            let _g = crate::sys::ErrnoGuard::new();
             if usable() {
                 FIRST_TSC.store(t, Ordering::Relaxed);
                 FIRST_NS.store(ns, Ordering::Relaxed);
@@ -85,6 +89,7 @@ fn slow_now() -> u64 {
             } else {
                 STATE.store(UNUSABLE, Ordering::Release);
             }
+            return crate::sys::monotonic();
         }
         SAMPLING => {
             let (t0, ns0) = (FIRST_TSC.load(Ordering::Relaxed), FIRST_NS.load(Ordering::Relaxed));
@@ -158,7 +163,6 @@ fn tsc_does_not_fault() -> bool {
 }
 
 fn kernel_uses_tsc() -> bool {
-    let _g = crate::sys::ErrnoGuard::new();
     let fd = crate::sys::raw_openat(
         libc::AT_FDCWD,
         b"/sys/devices/system/clocksource/clocksource0/current_clocksource\0",

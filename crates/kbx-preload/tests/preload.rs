@@ -10,13 +10,15 @@
 #[allow(dead_code, unused_imports)]
 mod protocol;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-type Counts = BTreeMap<String, u64>;
+#[path = "common/strace_log.rs"]
+mod strace_log;
+use strace_log::Counts;
 
 const SYSCALL_OPS: &[&str] = &[
     "open",
@@ -198,43 +200,7 @@ fn strace_counts(prog: &Path, args: &[&str], name: &str) -> (Vec<Counts>, Output
 }
 
 fn parse_strace(text: &str, name: &str) -> Vec<Counts> {
-    let mut pending: HashMap<u32, String> = HashMap::new();
-    let mut group: HashMap<u32, u32> = HashMap::new(); // thread -> process
-    let mut counts: BTreeMap<u32, Counts> = BTreeMap::new();
-    let needle_q = format!("{name}\"");
-    let needle_y = format!("{name}>");
-    for line in text.lines() {
-        let Some((tid, rest)) = line.split_once(' ') else { continue };
-        let Ok(tid) = tid.trim().parse::<u32>() else { continue };
-        let rest = rest.trim_start();
-        let full = if let Some(head) = rest.strip_suffix("<unfinished ...>") {
-            pending.insert(tid, head.to_string());
-            continue;
-        } else if rest.starts_with("<...") {
-            let tail = rest.split_once("resumed>").map_or("", |(_, t)| t);
-            format!("{}{}", pending.remove(&tid).unwrap_or_default(), tail)
-        } else {
-            rest.to_string()
-        };
-        let Some((sys, args)) = full.split_once('(') else { continue };
-        if (sys == "clone" || sys == "clone3") && full.contains("CLONE_THREAD") {
-            if let Some(child) = full.rsplit("= ").next().and_then(|r| r.trim().parse::<u32>().ok()) {
-                let p = *group.get(&tid).unwrap_or(&tid);
-                group.insert(child, p);
-            }
-            continue;
-        }
-        if !(full.contains(&needle_q) || full.contains(&needle_y)) {
-            continue;
-        }
-        if let Some(op) = strace_op(sys, args) {
-            let p = *group.get(&tid).unwrap_or(&tid);
-            *counts.entry(p).or_default().entry(op.to_string()).or_default() += 1;
-        }
-    }
-    let mut v: Vec<Counts> = counts.into_values().collect();
-    v.sort();
-    v
+    strace_log::count(text, name, strace_op)
 }
 
 /// Run `prog args` plain, preloaded and under strace; the preloaded run must

@@ -14,7 +14,7 @@
 //!   an instant event with `start_ns`/`duration_ns` on `CLOCK_MONOTONIC`)
 //!   into a complete span (`"ph":"X"`) at its own time, on its process's
 //!   (`pid`, named by `process_name` metadata when first seen) and
-//!   thread's (`tid`) track;
+//!   thread's (`tid`) track, named by `thread_name` metadata;
 //! * marks where the span cap cut the trace, on a track of its own
 //!   ("kbxscope notes"): a span from the cut to the end of the trace named
 //!   for what happened, with the number of spans left out;
@@ -119,6 +119,8 @@ pub struct Rewriter<W: Write> {
     held: HashMap<u64, Value>,
     /// Recorded processes already named.
     named: std::collections::HashSet<u64>,
+    /// Recorded threads (pid, tid) already named.
+    named_threads: std::collections::HashSet<(u64, u64)>,
 }
 
 impl<W: Write> Rewriter<W> {
@@ -135,6 +137,7 @@ impl<W: Write> Rewriter<W> {
             cut_marked: false,
             held: HashMap::new(),
             named: std::collections::HashSet::new(),
+            named_threads: std::collections::HashSet::new(),
         }
     }
 
@@ -160,6 +163,11 @@ impl<W: Write> Rewriter<W> {
             let program = args["program"].as_str().unwrap_or("?").to_string();
             let name = format!("{program} (pid {pid}, recorded)");
             self.emit(&json!({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": name}}))?;
+        }
+        if self.named_threads.insert((pid, tid)) {
+            let program = args["program"].as_str().unwrap_or("?");
+            let name = if tid == pid { format!("{program} main thread") } else { format!("{program} thread {tid}") };
+            self.emit(&json!({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}}))?;
         }
         let mono0 = *self.notes.mono_start_ns.lock().unwrap_or_else(PoisonError::into_inner);
         let ts = (start as f64 - mono0 as f64) / 1000.0;
@@ -386,6 +394,8 @@ mod tests {
         let events = rewrite(input, notes);
         let meta = events.iter().find(|e| e["pid"] == 4242 && e["name"] == "process_name").expect("named");
         assert_eq!(meta["args"]["name"], "gpg (pid 4242, recorded)");
+        let thread = events.iter().find(|e| e["tid"] == 4243 && e["name"] == "thread_name").expect("thread named");
+        assert_eq!(thread["args"]["name"], "gpg thread 4243");
         let x = events.iter().find(|e| e["ph"] == "X").expect("a complete span");
         assert_eq!((x["pid"].as_u64(), x["tid"].as_u64()), (Some(4242), Some(4243)));
         assert_eq!((x["ts"].as_f64(), x["dur"].as_f64()), (Some(2.0), Some(1.5)));
