@@ -364,7 +364,8 @@ fn read_records(dir: &Path) -> (Recorded, usize) {
 
 /// Write `--stacks`' profile; the note that says what it holds.
 fn write_stacks(path: &Path, recorded: &Recorded) -> Result<String> {
-    let (doc, t) = record::stacks::profile(&recorded.stacks, &mut record::stacks::Symbolizer::default());
+    let mut symbols = record::stacks::Symbolizer::new(Box::new(|module| std::fs::read(module).ok()));
+    let (doc, t) = record::stacks::profile(&recorded.stacks, &mut symbols);
     let bytes = serde_json::to_vec(&doc)?;
     if path == Path::new("-") {
         io::stdout().write_all(&bytes)?;
