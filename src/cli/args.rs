@@ -161,7 +161,8 @@ pub struct RecordArgs {
     pub wait_daemons: Option<std::time::Duration>,
     /// Also take the call stack of the watched calls and write a speedscope
     /// profile to FILE (- = stdout): file events, bytes and time per stack,
-    /// per process. Costs about 3 µs a sampled call (see --stack-every).
+    /// per process. Costs 3–10 µs a sampled call, more for deeper stacks
+    /// (see --stack-every).
     #[arg(long, value_name = "FILE")]
     pub stacks: Option<PathBuf>,
     /// With --stacks: sample one watched call in N (weights are multiplied
