@@ -330,7 +330,7 @@ impl GnupgRunner {
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let mut cmd = self.command(kib);
         cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-        let run = super::record::run_preloaded(&mut cmd, &keybox, None, None)?
+        let run = super::record::run_preloaded(&mut cmd, &keybox, None, None, None)?
             .with_context(|| format!("cannot run {tool}"))?;
         if !self.program.finished(run.status) {
             bail!("{tool} {} under the interposer failed: {}", args.join(" "), run.status);

@@ -67,16 +67,14 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
         .then(|| cli.trace_max_events.min(record::MAX_EVENTS));
     let mut cmd = Command::new(&exe);
     cmd.arg0(program).args(args);
-    if a.stacks.is_some() {
-        cmd.env("KBXSCOPE_RECORD_STACKS", a.stack_every.to_string());
-    }
-    let Preloaded { status, recorded, incomplete } = match run_preloaded(&mut cmd, &watch, events, a.wait_daemons)? {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("kbxscope: cannot run {name}: {e}");
-            return Ok(ExitCode::from(if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 }));
-        }
-    };
+    let Preloaded { status, recorded, incomplete } =
+        match run_preloaded(&mut cmd, &watch, events, a.stacks.as_ref().map(|_| a.stack_every), a.wait_daemons)? {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("kbxscope: cannot run {name}: {e}");
+                return Ok(ExitCode::from(if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 }));
+            }
+        };
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
 
     let mut notes = Vec::new();
@@ -149,7 +147,8 @@ pub struct Preloaded {
 
 /// Run `cmd` with the interposer preloaded (`LD_PRELOAD`, ours first),
 /// recording the calls on the files `watch` names (`KBXSCOPE_WATCH`), with
-/// at most `events` per-call events; wait at most `wait_daemons` for the
+/// at most `events` per-call events and, with `stack_every`, the stacks of
+/// one call in N; wait at most `wait_daemons` for the
 /// recorded processes to exit; decode the records. The record directory is
 /// private, temporary and removed afterwards (also on Ctrl-C/SIGTERM).
 /// `record` and `sweep --program`/`--with-*` both run through here.
@@ -161,6 +160,7 @@ pub fn run_preloaded(
     cmd: &mut Command,
     watch: &str,
     events: Option<u64>,
+    stack_every: Option<u64>,
     wait_daemons: Option<Duration>,
 ) -> Result<io::Result<Preloaded>> {
     let library = install_library()?;
@@ -190,9 +190,10 @@ pub fn run_preloaded(
         Some(n) => cmd.env("KBXSCOPE_RECORD_EVENTS", n.to_string()),
         None => cmd.env_remove("KBXSCOPE_RECORD_EVENTS"),
     };
-    if cmd.get_envs().all(|(k, _)| k != "KBXSCOPE_RECORD_STACKS") {
-        cmd.env_remove("KBXSCOPE_RECORD_STACKS");
-    }
+    match stack_every {
+        Some(n) => cmd.env("KBXSCOPE_RECORD_STACKS", n.to_string()),
+        None => cmd.env_remove("KBXSCOPE_RECORD_STACKS"),
+    };
     let mut process = match cmd.spawn() {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
