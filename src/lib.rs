@@ -70,6 +70,7 @@ pub mod events;
 pub mod generate;
 pub mod io;
 pub use kbx_format as kbx;
+pub mod keyboxd;
 pub mod lookup;
 pub mod openpgp;
 pub mod record;

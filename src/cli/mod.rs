@@ -9,6 +9,7 @@ mod progress;
 mod record;
 mod render;
 mod sigs;
+mod store;
 pub mod sweep;
 pub mod telemetry;
 pub mod textfile;
@@ -23,10 +24,13 @@ use anyhow::Result;
 
 use args::{Cli, Command, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, PresetArg, StatsArgs, SummaryFormat};
 use kbxscope::generate::{GenConfig, Preset};
-use kbxscope::io::{IoTally, PathOpener};
+use kbxscope::io::sqlite::Database;
+use kbxscope::io::{IoTally, Opener};
 use kbxscope::kbx::search::Pattern;
+use kbxscope::keyboxd::Filter;
 use kbxscope::lookup::Strategy;
 use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
+use store::{Places, Source, Store};
 
 /// A failure already reported on stderr (its message, for the trace):
 /// exit 1 without another message.
@@ -88,7 +92,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         let stats = tally.snapshot();
         let text = match format {
             SummaryFormat::Json => serde_json::to_string(&stats)? + "\n",
-            SummaryFormat::Text => render::io_summary(&stats, cli.kbx_buffer_size),
+            SummaryFormat::Text => render::io_summary(&stats, cli.kbx_buffer_size, &tally.files()),
         };
         io::stderr().write_all(text.as_bytes())?;
     }
@@ -129,14 +133,34 @@ fn failed(error: &str) {
 }
 
 /// Print a located error as one line naming the file; the error to return.
-fn report(path: &Path, e: &ScanError) -> Reported {
-    let message = format!("{}: {e}", path.display());
+fn report(path: &Path, e: &ScanError, places: Places<'_>) -> Reported {
+    say(path, &places.describe(e))
+}
+
+/// Print `what` as one line naming the file; the error to return.
+fn say(path: &Path, what: &dyn std::fmt::Display) -> Reported {
+    let message = format!("{}: {what}", path.display());
     eprintln!("kbxscope: {message}");
     Reported(message)
 }
 
 fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
-    let (path, mut f) = keybox::open(a.file.file.as_deref(), tally)?;
+    let (path, mut f) = match store::open(a.file.file.as_deref(), tally)? {
+        Store::Keybox { path, file } => (path, file),
+        Store::Keyboxd { db, .. } => {
+            let s = workload::keyboxd::stats(&db)?;
+            drop(db);
+            let mut out = io::stdout().lock();
+            if a.json {
+                serde_json::to_writer(&mut out, &s)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(s.render().as_bytes())?;
+            }
+            out.flush()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let outcome = workload::stats::run(&mut f);
     drop(f);
     let path = &path;
@@ -149,13 +173,50 @@ fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
     }
     out.flush()?;
     match outcome.fatal {
-        Some(e) => Err(report(path, &e).into()),
+        Some(e) => Err(report(path, &e, Places::Keybox).into()),
         None => Ok(ExitCode::SUCCESS),
     }
 }
 
+/// `dump` of a keyboxd database: one record per row.
+fn dump_database(path: &Path, db: Database) -> Result<ExitCode> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut write_err: Option<io::Error> = None;
+    let mut problems = Vec::new();
+    let result = workload::keyboxd::dump(
+        &db,
+        |r| {
+            if write_err.is_none() {
+                write_err = write!(out, "BEGIN-RECORD: {}\n{}END-RECORD\n", r.index, r.body).err();
+            }
+        },
+        |p| problems.push(p),
+    );
+    drop(db);
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    out.flush()?;
+    result?;
+    conclude_rows(path, &problems)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Report rows of a database that could not be taken; `Ok` if none.
+fn conclude_rows(path: &Path, problems: &[kbxscope::keyboxd::RowProblem]) -> Result<()> {
+    let mut reported: Vec<Reported> = problems.iter().map(|p| say(path, p)).collect();
+    match (reported.pop(), reported.len()) {
+        (None, _) => Ok(()),
+        (Some(only), 0) => Err(only.into()),
+        (Some(_), more) => Err(Reported(format!("{}: {} problems (see stderr)", path.display(), more + 1)).into()),
+    }
+}
+
 fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
-    let (path, mut f) = keybox::open(file, tally)?;
+    let (path, mut f) = match store::open(file, tally)? {
+        Store::Keybox { path, file } => (path, file),
+        Store::Keyboxd { path, db } => return dump_database(&path, db),
+    };
     let path = &path;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut write_err: Option<io::Error> = None;
@@ -179,7 +240,7 @@ fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
     }
     out.flush()?;
     if let Err(e) = result {
-        return Err(report(path, &e).into());
+        return Err(report(path, &e, Places::Keybox).into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -225,9 +286,17 @@ impl<W: Write> ListingPrinter<W> {
     }
 }
 
-/// Report the problems of a pass; `Ok` if there were none.
-fn conclude(path: &Path, outcome: &ListOutcome) -> Result<()> {
-    let mut reported: Vec<Reported> = outcome.problems.iter().chain(&outcome.fatal).map(|e| report(path, e)).collect();
+/// Report the problems of a pass (and of the database rows it could not
+/// take); `Ok` if there were none.
+fn conclude(path: &Path, outcome: &ListOutcome, places: Places<'_>) -> Result<()> {
+    let rows = match places {
+        Places::Rows(image) => image.problems.iter().map(|p| say(path, p)).collect(),
+        Places::Keybox => Vec::new(),
+    };
+    let mut reported: Vec<Reported> = rows
+        .into_iter()
+        .chain(outcome.problems.iter().chain(&outcome.fatal).map(|e| report(path, e, places)))
+        .collect();
     match (reported.pop(), reported.len()) {
         (None, _) => Ok(()),
         (Some(only), 0) => Err(only.into()),
@@ -242,47 +311,69 @@ fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     if a.with_sigs || a.check_sigs {
         return sigs::list(a, tally);
     }
-    let (path, mut f) = keybox::open(a.file.file.as_deref(), tally)?;
-    let path = &path;
     let filter = match a.key_type {
         KeyType::Openpgp => TypeFilter::OpenPgp,
         KeyType::X509 => TypeFilter::X509,
         KeyType::All => TypeFilter::All,
     };
-    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
-    let outcome = workload::list::run(&mut f, filter, |l| printer.print(&l));
-    drop(f);
+    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally, Filter::All)?;
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
+    let (outcome, places) = match &source {
+        Source::Keybox(opener) => {
+            let mut f = opener.open()?;
+            (workload::list::run(&mut f, filter, |l| printer.print(&l)), Places::Keybox)
+        }
+        Source::Keyboxd(_, image) => {
+            let mut f = image.opener().open()?;
+            (workload::list::run(&mut f, filter, |l| printer.print(&l)), Places::Rows(image))
+        }
+    };
     printer.finish()?;
-    conclude(path, &outcome)?;
+    conclude(&path, &outcome, places)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let path = keybox::resolve(a.file.file.as_deref(), tally)?;
+    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally, Filter::X509)?;
     let trust = keybox::trustlist_for(&path, a.trustlist.as_deref())?;
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
-    let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
-    let outcome = workload::validate::run(&opener, lookup, &trust.list, at, |l| printer.print(&l))?;
+    let (outcome, places) = match &source {
+        Source::Keybox(opener) => {
+            (workload::validate::run(opener, lookup, &trust.list, at, |l| printer.print(&l))?, Places::Keybox)
+        }
+        Source::Keyboxd(db, image) => (
+            workload::validate::run_keyboxd(db, image, lookup, &trust.list, at, |l| printer.print(&l))?,
+            Places::Rows(image),
+        ),
+    };
     printer.finish()?;
     trust.warn_if_none();
-    conclude(&path, &outcome)?;
+    conclude(&path, &outcome, places)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn find(a: &FindArgs, tally: &IoTally) -> Result<ExitCode> {
     let (file, texts) = a.split().map_err(|e| anyhow::anyhow!(e))?;
     let patterns = texts.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>()?;
-    let (path, mut f) = keybox::open(file.as_deref(), tally)?;
+    let (path, source) = store::open(file.as_deref(), tally)?.into_source(tally, Filter::All)?;
     let path = &path;
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
-    let outcome = workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l));
-    drop(f);
+    let (outcome, places) = match &source {
+        Source::Keybox(opener) => {
+            let mut f = opener.open()?;
+            (workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l)), Places::Keybox)
+        }
+        Source::Keyboxd(_, image) => {
+            let mut f = image.opener().open()?;
+            (workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l)), Places::Rows(image))
+        }
+    };
     printer.finish()?;
-    conclude(path, &outcome)?;
+    conclude(path, &outcome, places)?;
     if outcome.listed == 0 {
         let quoted: Vec<String> = texts.iter().map(|p| format!("'{p}'")).collect();
         anyhow::bail!("{}: no key matches {}", path.display(), quoted.join(" or "));

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use kbxscope::events::{FileOp, IoStats};
+use kbxscope::io::sqlite::FileStats;
 use kbxscope::io::{BufferSize, KeyboxChange};
 use kbxscope::workload::{KeyDetails, Listed};
 
@@ -81,15 +82,31 @@ pub fn keybox_change(c: &KeyboxChange) -> String {
 }
 
 /// `--io-summary=text`.
-pub fn io_summary(s: &IoStats, size: BufferSize) -> String {
+pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "io summary: buffer {size} ({} bytes)", s.buffer_size);
-    let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "op", "events", "time");
-    for op in FileOp::ALL {
-        let _ = writeln!(out, "  {:<6} {:>10} {:>12}", op.name(), s.events.get(op), duration(s.time_ns.get(op)));
+    if files.is_empty() {
+        let _ = writeln!(out, "io summary: buffer {size} ({} bytes)", s.buffer_size);
+    } else {
+        let _ = writeln!(out, "io summary: SQLite's system calls, and kbxscope's look at the file's first bytes");
     }
-    let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "total", s.events.total(), duration(s.time_ns.total()));
+    let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "op", "events", "time");
+    let more = FileOp::MORE.into_iter().filter(|op| s.count(*op) > 0);
+    for op in FileOp::ALL.into_iter().chain(more) {
+        let _ = writeln!(out, "  {:<6} {:>10} {:>12}", op.name(), s.count(op), duration(s.time(op)));
+    }
+    let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "total", s.total_events(), duration(s.total_time()));
     let _ = writeln!(out, "  bytes read: {}, logical reads: {}", s.bytes_read, s.logical_reads);
+    if !files.is_empty() {
+        let _ = writeln!(out, "  by file (SQLite's calls):");
+        for f in files {
+            let ops: Vec<String> = FileOp::EVERY
+                .into_iter()
+                .filter(|op| f.stats.count(*op) > 0)
+                .map(|op| format!("{} {}", op.name(), f.stats.count(op)))
+                .collect();
+            let _ = writeln!(out, "    {}: {} ({})", f.path, f.stats.total_events(), ops.join(", "));
+        }
+    }
     out
 }
 

@@ -8,22 +8,23 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::args::{ListArgs, LookupArg};
-use super::{keybox, Reported};
-use kbxscope::io::{IoTally, PathOpener};
+use super::store::{self, Places, Source};
+use super::Reported;
+use kbxscope::io::IoTally;
+use kbxscope::keyboxd::Filter;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing.
 pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let path = keybox::resolve(a.file.file.as_deref(), tally)?;
+    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally, Filter::OpenPgp)?;
     let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
     let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    let opener = PathOpener { path: path.clone(), tally: tally.clone() };
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
-    let outcome = sigs::run(&opener, mode, lookup, now, |k| {
+    let print = |k: KeySigs| {
         if failed.is_some() {
             return;
         }
@@ -35,7 +36,11 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
         if let Err(e) = r {
             failed = Some(e);
         }
-    })?;
+    };
+    let (outcome, places) = match &source {
+        Source::Keybox(opener) => (sigs::run(opener, mode, lookup, now, print)?, Places::Keybox),
+        Source::Keyboxd(db, image) => (sigs::run_keyboxd(db, image, mode, lookup, now, print)?, Places::Rows(image)),
+    };
     if let Some(e) = failed {
         return Err(e.into());
     }
@@ -44,10 +49,15 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     if mode == Mode::CheckSigs && !a.json {
         eprint!("{}", summary(&outcome.counts));
     }
+    let mut reported: Vec<Reported> = match places {
+        Places::Rows(image) => image.problems.iter().map(|p| super::say(&path, p)).collect(),
+        Places::Keybox => Vec::new(),
+    };
     if let Some(e) = &outcome.fatal {
-        let message = format!("{}: {e}", path.display());
-        eprintln!("kbxscope: {message}");
-        return Err(Reported(message).into());
+        reported.push(super::report(&path, e, places));
+    }
+    if let Some(last) = reported.pop() {
+        return Err(last.into());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -34,6 +34,9 @@ pub enum FileOp {
     Truncate,
     /// `fsync`, `fdatasync`.
     Sync,
+    /// `fcntl(F_SETLK/F_SETLKW/F_GETLK)`: a byte-range lock taken, released
+    /// or tested (SQLite's locking).
+    Lock,
 }
 
 impl FileOp {
@@ -42,11 +45,11 @@ impl FileOp {
 
     /// The operations only other producers issue, in report order: reported
     /// when non-zero.
-    pub const MORE: [FileOp; 6] =
-        [FileOp::Write, FileOp::Mmap, FileOp::Dup, FileOp::Access, FileOp::Truncate, FileOp::Sync];
+    pub const MORE: [FileOp; 7] =
+        [FileOp::Write, FileOp::Mmap, FileOp::Dup, FileOp::Access, FileOp::Truncate, FileOp::Sync, FileOp::Lock];
 
     /// Number of operations.
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
 
     /// Every operation: [`FileOp::ALL`], then [`FileOp::MORE`].
     pub const EVERY: [FileOp; FileOp::COUNT] = [
@@ -61,6 +64,7 @@ impl FileOp {
         FileOp::Access,
         FileOp::Truncate,
         FileOp::Sync,
+        FileOp::Lock,
     ];
 
     /// The position in [`FileOp::MORE`], for those operations.
@@ -90,6 +94,7 @@ impl FileOp {
             FileOp::Access => "access",
             FileOp::Truncate => "truncate",
             FileOp::Sync => "sync",
+            FileOp::Lock => "lock",
         }
     }
 }
@@ -169,14 +174,14 @@ impl PerOp {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MoreOps {
     /// Events per operation.
-    pub events: [u64; 6],
+    pub events: [u64; FileOp::MORE.len()],
     /// Nanoseconds per operation.
-    pub time_ns: [u64; 6],
+    pub time_ns: [u64; FileOp::MORE.len()],
 }
 
 impl MoreOps {
     pub(super) fn merge(&mut self, o: &MoreOps) {
-        for i in 0..6 {
+        for i in 0..FileOp::MORE.len() {
             self.events[i] += o.events[i];
             self.time_ns[i] += o.time_ns[i];
         }
@@ -184,7 +189,7 @@ impl MoreOps {
 
     pub(super) fn minus(&self, e: &MoreOps) -> MoreOps {
         let mut out = *self;
-        for i in 0..6 {
+        for i in 0..FileOp::MORE.len() {
             out.events[i] -= e.events[i];
             out.time_ns[i] -= e.time_ns[i];
         }
@@ -197,7 +202,7 @@ impl MoreOps {
 /// `total` over all of them.
 pub(super) struct OpsMap<'a> {
     pub(super) base: &'a PerOp,
-    pub(super) more: &'a [u64; 6],
+    pub(super) more: &'a [u64; FileOp::MORE.len()],
 }
 
 impl Serialize for OpsMap<'_> {

@@ -299,6 +299,33 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.seek_to(0)
     }
 
+    /// The first bytes of the file (up to `n`), without consuming them:
+    /// what a caller looks at to tell what the file is before reading it.
+    ///
+    /// Buffered, this is the first buffer fill, which the pass that follows
+    /// uses as it is: no event more than that pass would issue anyway.
+    /// Unbuffered there is no buffer to keep them in: one `read(2)` and one
+    /// `lseek(2)` back to the start. Call it before anything else is read.
+    ///
+    /// # Errors
+    /// The operating system's error from `read(2)` or `lseek(2)`.
+    pub fn peek_start(&mut self, n: usize) -> io::Result<Vec<u8>> {
+        if self.buf.is_empty() {
+            let mut head = vec![0u8; n];
+            let got = self.file.read(&mut head, 0)?;
+            head.truncate(got);
+            self.rewind_unbuffered()?;
+            return Ok(head);
+        }
+        if self.position() != 0 || self.buf_start != 0 {
+            self.rewind()?;
+        }
+        if self.filled == 0 {
+            self.refill()?;
+        }
+        Ok(self.buf[..self.filled.min(n)].to_vec())
+    }
+
     /// Go back to the start of the file the way GnuPG's estream
     /// `es_fseeko(fp, 0, SEEK_SET)` does: always one `lseek(2)`, and the
     /// buffer is dropped, even when it still holds offset 0.

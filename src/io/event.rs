@@ -35,6 +35,7 @@ fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Spa
         FileOp::Access => span!("access"),
         FileOp::Truncate => span!("truncate"),
         FileOp::Sync => span!("sync"),
+        FileOp::Lock => span!("lock"),
     }
 }
 

@@ -23,6 +23,7 @@ mod change;
 mod event;
 mod keybox_file;
 mod source;
+pub mod sqlite;
 mod tally;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError, Take};

@@ -1,9 +1,11 @@
 //! Where handles come from: strategies that open the keybox several times
 //! (as GnuPG does) ask an [`Opener`] for each new handle.
 
+use std::cell::RefCell;
 use std::io::Cursor;
 use std::ops::DerefMut;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::buffer_size::BufferSize;
@@ -32,6 +34,23 @@ pub struct PathOpener {
     pub path: PathBuf,
     /// Where the handles' counters go.
     pub tally: IoTally,
+    /// A handle opened already (to look at the file's first bytes), handed
+    /// out by the first [`Opener::open`] instead of opening again.
+    first: Rc<RefCell<Option<KeyboxFile>>>,
+}
+
+impl PathOpener {
+    /// An opener on `path` whose handles count into `tally`.
+    pub fn new(path: PathBuf, tally: IoTally) -> Self {
+        Self { path, tally, first: Rc::default() }
+    }
+
+    /// The same, whose first handle is `file`, opened on `path` already
+    /// (and at most [peeked](BufferedReader::peek_start) at): it stands
+    /// for the open the first handle would make.
+    pub fn with_first(path: PathBuf, tally: IoTally, file: KeyboxFile) -> Self {
+        Self { path, tally, first: Rc::new(RefCell::new(Some(file))) }
+    }
 }
 
 impl Opener for PathOpener {
@@ -39,6 +58,9 @@ impl Opener for PathOpener {
     type Handle = KeyboxFile;
 
     fn open(&self) -> Result<KeyboxFile, OpenError> {
+        if let Some(f) = self.first.borrow_mut().take() {
+            return Ok(f);
+        }
         KeyboxFile::open(&self.path, &self.tally)
     }
 }

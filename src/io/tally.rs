@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::buffer_size::BufferSize;
 use super::change::{KeyboxChange, Watch};
+use super::sqlite::FileStats;
 use crate::events::{observer, IoObserver, IoStats, Reporter};
 
 /// The running total of the file events of every handle opened with it.
@@ -39,6 +40,9 @@ impl std::fmt::Debug for IoTally {
 #[derive(Debug)]
 struct Shared {
     total: IoStats,
+    /// Per file, for producers that touch several (SQLite: the database,
+    /// its journal, the directories on its path), in the order first seen.
+    files: Vec<FileStats>,
 }
 
 impl IoTally {
@@ -52,7 +56,8 @@ impl IoTally {
     /// A zeroed tally whose handles report to `observer` (or to nobody).
     pub fn with_observer(buffer_size: BufferSize, observer: Option<Arc<dyn IoObserver>>) -> Self {
         let total = IoStats::new(buffer_size.bytes() as u64);
-        Self { buffer_size, shared: Rc::new(RefCell::new(Shared { total })), observer, watch: Rc::default() }
+        let shared = Shared { total, files: Vec::new() };
+        Self { buffer_size, shared: Rc::new(RefCell::new(shared)), observer, watch: Rc::default() }
     }
 
     /// A zeroed tally for another buffer size that compares the files its
@@ -99,6 +104,23 @@ impl IoTally {
     /// about four times dearer in system time, so each handle gets its own.)
     pub(super) fn new_buffer(&self) -> Box<[u8]> {
         vec![0u8; self.buffer_size.bytes()].into_boxed_slice()
+    }
+
+    /// The counters per file, where a producer keeps them (databases);
+    /// empty for keyboxes, whose one file is the total.
+    pub fn files(&self) -> Vec<FileStats> {
+        self.shared.borrow().files.clone()
+    }
+
+    /// Add a closed database's counters per file (its total was settled).
+    pub(super) fn settle_files(&self, files: Vec<FileStats>) {
+        let mut shared = self.shared.borrow_mut();
+        for f in files {
+            match shared.files.iter_mut().find(|g| g.path == f.path) {
+                Some(g) => g.stats.merge(&f.stats),
+                None => shared.files.push(f),
+            }
+        }
     }
 
     /// A handle closed: add its counters, report the rest of them.

@@ -63,14 +63,14 @@ fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally:
     let fail = |error: ScanError| SweepError::Scan { size: tally.buffer_size(), error };
     match workload {
         Workload::Validate(lookup) => {
-            let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
+            let opener = PathOpener::new(path.to_path_buf(), tally.clone());
             let out = workload::validate::run(&opener, *lookup, trust, at, |_| {})?;
             if let Some(e) = out.fatal {
                 return Err(fail(e));
             }
         }
         Workload::Sigs(mode, lookup) => {
-            let opener = PathOpener { path: path.to_path_buf(), tally: tally.clone() };
+            let opener = PathOpener::new(path.to_path_buf(), tally.clone());
             if let Some(e) = workload::sigs::run(&opener, *mode, *lookup, at, |_| {})?.fatal {
                 return Err(fail(e));
             }

@@ -8,6 +8,7 @@
 
 pub mod dump;
 pub mod find;
+pub mod keyboxd;
 pub mod list;
 mod scan;
 pub mod sigs;

@@ -108,15 +108,22 @@ impl ScanError {
     }
 }
 
+impl ScanError {
+    /// What is wrong, without where (for a caller that names the place
+    /// itself: a database's row).
+    pub fn what(&self) -> String {
+        match &self.kind {
+            ScanErrorKind::Read(e) => e.to_string(),
+            ScanErrorKind::Parse(e) => e.kind.to_string(),
+            ScanErrorKind::Content(e) => e.to_string(),
+            ScanErrorKind::NotAKeybox(e) => format!("not a keybox: {e}"),
+        }
+    }
+}
+
 impl fmt::Display for ScanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "blob {} at byte offset {}: ", self.index, self.offset)?;
-        match &self.kind {
-            ScanErrorKind::Read(e) => write!(f, "{e}"),
-            ScanErrorKind::Parse(e) => write!(f, "{}", e.kind),
-            ScanErrorKind::Content(e) => write!(f, "{e}"),
-            ScanErrorKind::NotAKeybox(e) => write!(f, "not a keybox: {e}"),
-        }
+        write!(f, "blob {} at byte offset {}: {}", self.index, self.offset, self.what())
     }
 }
 

