@@ -290,7 +290,7 @@ impl<W: Write> ListingPrinter<W> {
 /// take); `Ok` if there were none.
 fn conclude(path: &Path, outcome: &ListOutcome, places: Places<'_>) -> Result<()> {
     let rows = match places {
-        Places::Rows(image) => image.problems.iter().map(|p| say(path, p)).collect(),
+        Places::Rows(map) => map.problems.iter().map(|p| say(path, p)).collect(),
         Places::Keybox => Vec::new(),
     };
     let mut reported: Vec<Reported> = rows
@@ -316,64 +316,64 @@ fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
         KeyType::X509 => TypeFilter::X509,
         KeyType::All => TypeFilter::All,
     };
-    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally, Filter::All)?;
+    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally);
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
-    let (outcome, places) = match &source {
-        Source::Keybox(opener) => {
-            let mut f = opener.open()?;
-            (workload::list::run(&mut f, filter, |l| printer.print(&l)), Places::Keybox)
-        }
-        Source::Keyboxd(_, image) => {
-            let mut f = image.opener().open()?;
-            (workload::list::run(&mut f, filter, |l| printer.print(&l)), Places::Rows(image))
+    let (outcome, map) = match &source {
+        Source::Keybox(opener) => (workload::list::run(&mut *opener.open()?, filter, |l| printer.print(&l)), None),
+        Source::Keyboxd(db) => {
+            let image = store::image(db, Filter::All)?;
+            (workload::list::run(&mut *image.opener().open()?, filter, |l| printer.print(&l)), Some(image.map))
         }
     };
+    drop(source);
     printer.finish()?;
-    conclude(&path, &outcome, places)?;
+    conclude(&path, &outcome, map.as_ref().map_or(Places::Keybox, Places::Rows))?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally, Filter::X509)?;
+    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally);
     let trust = keybox::trustlist_for(&path, a.trustlist.as_deref())?;
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
-    let (outcome, places) = match &source {
+    let (outcome, map) = match &source {
         Source::Keybox(opener) => {
-            (workload::validate::run(opener, lookup, &trust.list, at, |l| printer.print(&l))?, Places::Keybox)
+            (workload::validate::run(opener, lookup, &trust.list, at, |l| printer.print(&l))?, None)
         }
-        Source::Keyboxd(db, image) => (
-            workload::validate::run_keyboxd(db, image, lookup, &trust.list, at, |l| printer.print(&l))?,
-            Places::Rows(image),
-        ),
+        Source::Keyboxd(db) => {
+            let (outcome, map) = workload::validate::run_keyboxd(db, lookup, &trust.list, at, |l| printer.print(&l))?;
+            (outcome, Some(map))
+        }
     };
+    drop(source);
     printer.finish()?;
     trust.warn_if_none();
-    conclude(&path, &outcome, places)?;
+    conclude(&path, &outcome, map.as_ref().map_or(Places::Keybox, Places::Rows))?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn find(a: &FindArgs, tally: &IoTally) -> Result<ExitCode> {
     let (file, texts) = a.split().map_err(|e| anyhow::anyhow!(e))?;
     let patterns = texts.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>()?;
-    let (path, source) = store::open(file.as_deref(), tally)?.into_source(tally, Filter::All)?;
+    let (path, source) = store::open(file.as_deref(), tally)?.into_source(tally);
     let path = &path;
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
-    let (outcome, places) = match &source {
+    let (outcome, map) = match &source {
         Source::Keybox(opener) => {
-            let mut f = opener.open()?;
-            (workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l)), Places::Keybox)
+            (workload::find::run(&mut *opener.open()?, &patterns, a.all, |l| printer.print(&l)), None)
         }
-        Source::Keyboxd(_, image) => {
-            let mut f = image.opener().open()?;
-            (workload::find::run(&mut f, &patterns, a.all, |l| printer.print(&l)), Places::Rows(image))
+        Source::Keyboxd(db) => {
+            let image = store::image(db, Filter::All)?;
+            let outcome = workload::find::run(&mut *image.opener().open()?, &patterns, a.all, |l| printer.print(&l));
+            (outcome, Some(image.map))
         }
     };
+    drop(source);
     printer.finish()?;
-    conclude(path, &outcome, places)?;
+    conclude(path, &outcome, map.as_ref().map_or(Places::Keybox, Places::Rows))?;
     if outcome.listed == 0 {
         let quoted: Vec<String> = texts.iter().map(|p| format!("'{p}'")).collect();
         anyhow::bail!("{}: no key matches {}", path.display(), quoted.join(" or "));

@@ -11,14 +11,13 @@ use super::args::{ListArgs, LookupArg};
 use super::store::{self, Places, Source};
 use super::Reported;
 use kbxscope::io::IoTally;
-use kbxscope::keyboxd::Filter;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing.
 pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally, Filter::OpenPgp)?;
+    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally);
     let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
     let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
@@ -37,10 +36,15 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
             failed = Some(e);
         }
     };
-    let (outcome, places) = match &source {
-        Source::Keybox(opener) => (sigs::run(opener, mode, lookup, now, print)?, Places::Keybox),
-        Source::Keyboxd(db, image) => (sigs::run_keyboxd(db, image, mode, lookup, now, print)?, Places::Rows(image)),
+    let (outcome, map) = match &source {
+        Source::Keybox(opener) => (sigs::run(opener, mode, lookup, now, print)?, None),
+        Source::Keyboxd(db) => {
+            let (outcome, map) = sigs::run_keyboxd(db, mode, lookup, now, print)?;
+            (outcome, Some(map))
+        }
     };
+    drop(source);
+    let places = map.as_ref().map_or(Places::Keybox, Places::Rows);
     if let Some(e) = failed {
         return Err(e.into());
     }
@@ -50,7 +54,7 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
         eprint!("{}", summary(&outcome.counts));
     }
     let mut reported: Vec<Reported> = match places {
-        Places::Rows(image) => image.problems.iter().map(|p| super::say(&path, p)).collect(),
+        Places::Rows(map) => map.problems.iter().map(|p| super::say(&path, p)).collect(),
         Places::Keybox => Vec::new(),
     };
     if let Some(e) = &outcome.fatal {

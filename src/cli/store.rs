@@ -10,7 +10,8 @@ use super::keybox;
 use super::textfile::{is_file, read_text};
 use kbxscope::io::sqlite::Database;
 use kbxscope::io::{IoTally, KeyboxFile, OpenError, PathOpener};
-use kbxscope::keyboxd::{self, Image};
+use kbxscope::kbx::blob::BLOB_PREFIX_LEN;
+use kbxscope::keyboxd::{self, Image, RowMap};
 use kbxscope::workload::ScanError;
 
 /// An opened store.
@@ -72,19 +73,31 @@ pub fn home_store(path: &Path) -> Result<PathBuf> {
 pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<Store> {
     let (path, mut f) = match keybox::open(file, tally) {
         Err(e) if is_directory(&e) => {
-            let store = home_store(file.unwrap_or(Path::new(".")))?;
-            keybox::open(Some(&store), tally)?
+            let dir = file.unwrap_or(Path::new("."));
+            let store = home_store(dir)?;
+            match keybox::open(Some(&store), tally) {
+                Err(missing) if is_missing(&missing) => {
+                    return Err(e.context(format!("and no GnuPG home either: there is no {}", store.display())));
+                }
+                other => other?,
+            }
         }
         other => other?,
     };
-    let head =
-        f.peek_start(keyboxd::SQLITE_MAGIC.len()).map_err(|e| anyhow!("cannot read '{}': {e}", path.display()))?;
+    // As many bytes as a keybox pass reads first (the first blob's
+    // prefix): no event more than that pass makes, buffered or not.
+    let head = f.peek_start(BLOB_PREFIX_LEN).map_err(|e| anyhow!("cannot read '{}': {e}", path.display()))?;
     if !keyboxd::is_sqlite(&head) {
         return Ok(Store::Keybox { path, file: Box::new(f) });
     }
     drop(f);
     let db = keyboxd::open(&path, tally)?;
     Ok(Store::Keyboxd { path, db })
+}
+
+/// Whether opening failed because the file does not exist.
+fn is_missing(e: &anyhow::Error) -> bool {
+    matches!(e.downcast_ref::<OpenError>(), Some(OpenError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Whether opening failed because the path is a directory.
@@ -94,30 +107,23 @@ fn is_directory(e: &anyhow::Error) -> bool {
 
 /// An opened store for a workload that opens the store several times: a
 /// keybox's [`PathOpener`] (its first handle the one opened to look), or
-/// a database read into an [`Image`] (its rows in `ubid` order) with the
-/// connection kept for lookups.
+/// a database's connection.
 pub enum Source {
     /// A keybox.
     Keybox(PathOpener),
-    /// A database, with its image.
-    Keyboxd(Database, Image),
+    /// A database.
+    Keyboxd(Database),
 }
 
 impl Store {
-    /// The store as a [`Source`]: a database's rows of `filter` are read now.
-    ///
-    /// # Errors
-    /// SQLite's error.
-    pub fn into_source(self, tally: &IoTally, filter: keyboxd::Filter) -> Result<(PathBuf, Source)> {
-        Ok(match self {
+    /// The store as a [`Source`].
+    pub fn into_source(self, tally: &IoTally) -> (PathBuf, Source) {
+        match self {
             Store::Keybox { path, file } => {
                 (path.clone(), Source::Keybox(PathOpener::with_first(path, tally.clone(), *file)))
             }
-            Store::Keyboxd { path, db } => {
-                let image = Image::read(&db, filter)?;
-                (path, Source::Keyboxd(db, image))
-            }
-        })
+            Store::Keyboxd { path, db } => (path, Source::Keyboxd(db)),
+        }
     }
 }
 
@@ -127,8 +133,8 @@ impl Store {
 pub enum Places<'a> {
     /// In a keybox.
     Keybox,
-    /// In a database read as `Image`.
-    Rows(&'a Image),
+    /// In a database, its rows as the pass met them.
+    Rows(&'a RowMap),
 }
 
 impl Places<'_> {
@@ -136,9 +142,17 @@ impl Places<'_> {
     pub fn describe(self, e: &ScanError) -> String {
         match self {
             Places::Keybox => e.to_string(),
-            Places::Rows(image) => format!("{}: {}", image.row_name(e.index), e.what()),
+            Places::Rows(map) => format!("{}: {}", map.row_name(e.index), e.what()),
         }
     }
+}
+
+/// A database read into an [`Image`] of `filter`'s rows.
+///
+/// # Errors
+/// SQLite's error.
+pub fn image(db: &Database, filter: keyboxd::Filter) -> Result<Image> {
+    Ok(Image::read(db, filter)?)
 }
 
 #[cfg(test)]

@@ -94,6 +94,9 @@ pub struct BufferedReader<F> {
     filled: usize,
     /// File offset of `buf[0]` (unbuffered: the current position).
     buf_start: u64,
+    /// Unbuffered only: bytes [`peek_start`](Self::peek_start) read that no
+    /// logical read has taken yet (they come first, with no system call).
+    head: Vec<u8>,
 }
 
 /// What a closing handle hands back to its owner.
@@ -124,7 +127,14 @@ impl<F: Read + Seek> BufferedReader<F> {
         reporter: Option<Reporter>,
         trace: bool,
     ) -> Self {
-        Self { file: Counted { inner, stats, reporter, trace, limit: u64::MAX }, buf, pos: 0, filled: 0, buf_start: 0 }
+        Self {
+            file: Counted { inner, stats, reporter, trace, limit: u64::MAX },
+            buf,
+            pos: 0,
+            filled: 0,
+            buf_start: 0,
+            head: Vec::new(),
+        }
     }
 
     /// Treat `len` as the end of the file: what `read(2)` returns beyond it
@@ -186,6 +196,7 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.file.stats.logical_reads += 1;
         let mut done = 0;
         if self.buf.is_empty() {
+            done = self.take_head(out.len(), |from, at| out[at..at + from.len()].copy_from_slice(from));
             while done < out.len() {
                 let n = self.file.read(&mut out[done..], self.buf_start)?;
                 if n == 0 {
@@ -220,6 +231,7 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.file.stats.logical_reads += 1;
         let mut done = 0u64;
         if self.buf.is_empty() {
+            done = self.take_head(usize::try_from(n).unwrap_or(usize::MAX), |_, _| {}) as u64;
             let mut scratch = [0u8; 8192];
             while done < n {
                 let want = (n - done).min(scratch.len() as u64) as usize;
@@ -257,6 +269,7 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.buf_start = target;
         self.pos = 0;
         self.filled = 0;
+        self.head.clear();
         Ok(())
     }
 
@@ -299,23 +312,43 @@ impl<F: Read + Seek> BufferedReader<F> {
         self.seek_to(0)
     }
 
+    /// Unbuffered: hand the first `want` bytes of what [`peek_start`]
+    /// kept to `copy` (with their offset into the caller's buffer), and
+    /// move past them. Returns how many there were.
+    ///
+    /// [`peek_start`]: Self::peek_start
+    fn take_head(&mut self, want: usize, mut copy: impl FnMut(&[u8], usize)) -> usize {
+        let k = want.min(self.head.len());
+        if k > 0 {
+            copy(&self.head[..k], 0);
+            self.head.drain(..k);
+            self.buf_start += k as u64;
+        }
+        k
+    }
+
     /// The first bytes of the file (up to `n`), without consuming them:
     /// what a caller looks at to tell what the file is before reading it.
     ///
-    /// Buffered, this is the first buffer fill, which the pass that follows
-    /// uses as it is: no event more than that pass would issue anyway.
-    /// Unbuffered there is no buffer to keep them in: one `read(2)` and one
-    /// `lseek(2)` back to the start. Call it before anything else is read.
+    /// Buffered, this is the first buffer fill; unbuffered, one `read(2)`
+    /// of `n` bytes, kept for the logical reads that follow. Either way
+    /// the pass that follows uses those bytes as they are: when its first
+    /// read asks for the same bytes (a keybox pass's first read is the
+    /// 5-byte prefix of the first blob) no event more is issued than that
+    /// pass issues anyway. Call it before anything else is read.
     ///
     /// # Errors
     /// The operating system's error from `read(2)` or `lseek(2)`.
     pub fn peek_start(&mut self, n: usize) -> io::Result<Vec<u8>> {
         if self.buf.is_empty() {
+            if self.buf_start != 0 || !self.head.is_empty() {
+                self.rewind_unbuffered()?;
+            }
             let mut head = vec![0u8; n];
             let got = self.file.read(&mut head, 0)?;
             head.truncate(got);
-            self.rewind_unbuffered()?;
-            return Ok(head);
+            self.head = head;
+            return Ok(self.head.clone());
         }
         if self.position() != 0 || self.buf_start != 0 {
             self.rewind()?;
@@ -334,6 +367,7 @@ impl<F: Read + Seek> BufferedReader<F> {
     /// The error from `lseek(2)`.
     pub fn rewind_unbuffered(&mut self) -> io::Result<()> {
         self.file.seek(0)?;
+        self.head.clear();
         self.buf_start = 0;
         self.pos = 0;
         self.filled = 0;

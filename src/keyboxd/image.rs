@@ -90,16 +90,34 @@ impl Filter {
     }
 }
 
+/// Which row each blob of a pass was made from, and the rows no blob
+/// could be made from.
+#[derive(Debug, Clone, Default)]
+pub struct RowMap {
+    /// For each blob (by index), the row it was made from: its place in
+    /// `ubid` order and its `ubid` in hex.
+    pub rows: Vec<(u64, String)>,
+    /// Rows that could not be made into a blob (passed over).
+    pub problems: Vec<RowProblem>,
+}
+
+impl RowMap {
+    /// The row blob `blob_index` was made from: "row N (ubid X)".
+    pub fn row_name(&self, blob_index: u64) -> String {
+        match usize::try_from(blob_index).ok().and_then(|i| self.rows.get(i)) {
+            Some((row, ubid)) => format!("row {row} (ubid {ubid})"),
+            None => format!("blob {blob_index}"),
+        }
+    }
+}
+
 /// The database as a keybox image.
 #[derive(Debug, Clone)]
 pub struct Image {
     /// The blobs, one per row taken, in `ubid` order (no header blob).
     pub bytes: Vec<u8>,
-    /// For each blob (by index), the row it was made from: its place in
-    /// `ubid` order and its `ubid` in hex.
-    pub rows: Vec<(u64, String)>,
-    /// Rows that could not be made into a blob.
-    pub problems: Vec<RowProblem>,
+    /// The rows behind the blobs.
+    pub map: RowMap,
 }
 
 /// The blob GnuPG's keybox writer makes for `row`.
@@ -122,7 +140,7 @@ impl Image {
     /// # Errors
     /// SQLite's error; rows that cannot be taken are in [`Image::problems`].
     pub fn read(db: &Database, filter: Filter) -> Result<Image, KeyboxdError> {
-        let mut image = Image { bytes: Vec::new(), rows: Vec::new(), problems: Vec::new() };
+        let mut image = Image { bytes: Vec::new(), map: RowMap::default() };
         let mut index = 0u64;
         db.query(&filter.sql(), [], |row| {
             let taken = PubkeyRow::read(row, index).and_then(|r| match blob_of(&r) {
@@ -132,9 +150,9 @@ impl Image {
             match taken {
                 Ok((ubid, blob)) => {
                     image.bytes.extend_from_slice(&blob);
-                    image.rows.push((index, ubid_hex(&ubid)));
+                    image.map.rows.push((index, ubid_hex(&ubid)));
                 }
-                Err(p) => image.problems.push(p),
+                Err(p) => image.map.problems.push(p),
             }
             index += 1;
             Ok::<_, KeyboxdError>(ControlFlow::Continue(()))
@@ -142,16 +160,9 @@ impl Image {
         Ok(image)
     }
 
-    /// Readers over the image: in memory, their reads are no file events.
+    /// Readers over the image: in memory, their reads are no file events
+    /// (and are not traced as such).
     pub fn opener(&self) -> MemoryOpener {
         MemoryOpener::new(&self.bytes, BufferSize::Bytes(1 << 20))
-    }
-
-    /// The row blob `blob_index` was made from: "row N (ubid X)".
-    pub fn row_name(&self, blob_index: u64) -> String {
-        match usize::try_from(blob_index).ok().and_then(|i| self.rows.get(i)) {
-            Some((row, ubid)) => format!("row {row} (ubid {ubid})"),
-            None => format!("blob {blob_index}"),
-        }
     }
 }

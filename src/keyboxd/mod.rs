@@ -17,13 +17,18 @@
 //!   becomes the blob GnuPG's keybox writer makes for its keyblob
 //!   ([`crate::kbx::create`]), so every workload runs on a database as on
 //!   a keybox, over readers in memory ([`Image::opener`]).
+//! * [`server`] replays keyboxd itself (the SQL it runs for each request
+//!   gpg and gpgsm send) for the `gnupg` lookup strategy on a database,
+//!   and [`Listing`] is a client's `SEARCH`/`NEXT` listing read as blobs.
 
 mod image;
-
+mod listing;
 mod rows;
 mod schema;
+pub mod server;
 
-pub use image::{blob_of, Filter, Image, RowFault, RowProblem};
+pub use image::{blob_of, Filter, Image, RowFault, RowMap, RowProblem};
+pub use listing::{Listing, ListingOpener};
 pub use rows::{PubkeyRow, ROW_COLUMNS};
 
 use std::path::{Path, PathBuf};
@@ -45,6 +50,10 @@ pub enum KeyboxdError {
         /// What is missing.
         why: String,
     },
+    /// A handle could not be opened (never for a database's handles,
+    /// which are in memory or requests to the replayed keyboxd).
+    #[error(transparent)]
+    Open(#[from] crate::io::OpenError),
     /// A row that cannot be read.
     #[error("'{}': {problem}", path.display())]
     Row {
@@ -58,9 +67,12 @@ pub enum KeyboxdError {
 /// The 16 bytes every SQLite database starts with.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-/// Whether `head` (a file's first bytes) is an SQLite database's.
+/// Whether `head` (a file's first bytes, at least 4) begins like an SQLite
+/// database. Four bytes tell it from a keybox: read as a keybox's first
+/// blob length, "SQLi" would be 1.4 GB, far past the 5 MiB a blob may
+/// have; SQLite checks the rest of its header when it opens the file.
 pub fn is_sqlite(head: &[u8]) -> bool {
-    head.starts_with(SQLITE_MAGIC)
+    head.len() >= 4 && SQLITE_MAGIC.starts_with(&head[..head.len().min(SQLITE_MAGIC.len())])
 }
 
 /// Open the keyboxd database `path` read-only (its events go to `tally`

@@ -41,32 +41,58 @@ impl PubkeyRow {
     /// A [`RowProblem`]: a column of the wrong type, a `ubid` longer than 64
     /// bytes, a keyblob over the 5 MiB a keybox blob may hold.
     pub fn read(row: &rusqlite::Row<'_>, index: u64) -> Result<PubkeyRow, RowProblem> {
-        let problem = |ubid: &[u8], fault| RowProblem { index, ubid: ubid_hex(ubid), fault };
         let value = |i: usize| row.get_ref(i).unwrap_or(ValueRef::Null);
-        let ubid = match value(0) {
-            ValueRef::Blob(b) if b.len() <= UBID_LIMIT => b.to_vec(),
-            ValueRef::Blob(b) => {
-                return Err(problem(&b[..UBID_LIMIT], RowFault::Column { column: "ubid", found: "blob over 64 bytes" }))
-            }
-            other => return Err(problem(&[], RowFault::Column { column: "ubid", found: type_name(other) })),
+        let blob = |i: usize| match value(i) {
+            ValueRef::Blob(b) => Ok(b),
+            other => Err(type_name(other)),
         };
-        let int = |i: usize, column: &'static str| match value(i) {
+        let int = |i: usize| match value(i) {
             ValueRef::Integer(n) => Ok(n),
-            other => Err(problem(&ubid, RowFault::Column { column, found: type_name(other) })),
+            other => Err(type_name(other)),
         };
-        let kind = int(1, "type")?;
-        let ephemeral = int(2, "ephemeral")? != 0;
-        let revoked = int(3, "revoked")? != 0;
-        let keyblob = match value(4) {
-            ValueRef::Blob(b) if b.len() <= IMAGELEN_LIMIT as usize => b.to_vec(),
-            ValueRef::Blob(b) => return Err(problem(&ubid, RowFault::TooLarge { bytes: b.len() as u64 })),
-            other => return Err(problem(&ubid, RowFault::Column { column: "keyblob", found: type_name(other) })),
+        Self::from_columns(index, blob(0), [int(1), int(2), int(3)], blob(4))
+    }
+
+    /// The row `index` from its columns: `ubid` and `keyblob` as blobs,
+    /// `type`, `ephemeral` and `revoked` as integers, or what each holds instead.
+    ///
+    /// # Errors
+    /// As [`PubkeyRow::read`].
+    pub fn from_columns(
+        index: u64,
+        ubid: Result<&[u8], &'static str>,
+        ints: [Result<i64, &'static str>; 3],
+        keyblob: Result<&[u8], &'static str>,
+    ) -> Result<PubkeyRow, RowProblem> {
+        let problem = |ubid: &[u8], fault| RowProblem { index, ubid: ubid_hex(ubid), fault };
+        let ubid = match ubid {
+            Ok(b) if b.len() <= UBID_LIMIT => b.to_vec(),
+            Ok(b) => {
+                return Err(problem(
+                    &b[..UBID_LIMIT],
+                    RowFault::Column { column: "ubid", found: "a blob over 64 bytes" },
+                ))
+            }
+            Err(found) => return Err(problem(&[], RowFault::Column { column: "ubid", found })),
+        };
+        let [kind, ephemeral, revoked] = ints;
+        let int = |v: Result<i64, &'static str>, column: &'static str| {
+            v.map_err(|found| problem(&ubid, RowFault::Column { column, found }))
+        };
+        let kind = int(kind, "type")?;
+        let ephemeral = int(ephemeral, "ephemeral")? != 0;
+        let revoked = int(revoked, "revoked")? != 0;
+        let keyblob = match keyblob {
+            Ok(b) if b.len() <= IMAGELEN_LIMIT as usize => b.to_vec(),
+            Ok(b) => return Err(problem(&ubid, RowFault::TooLarge { bytes: b.len() as u64 })),
+            Err(found) => return Err(problem(&ubid, RowFault::Column { column: "keyblob", found })),
         };
         Ok(PubkeyRow { ubid, kind, ephemeral, revoked, keyblob })
     }
 }
 
-fn type_name(v: ValueRef<'_>) -> &'static str {
+/// What a column holds instead of the type wanted.
+pub(super) fn type_name(v: ValueRef<'_>) -> &'static str {
     match v {
         ValueRef::Null => "NULL",
         ValueRef::Integer(_) => "an integer",

@@ -83,6 +83,14 @@ pub enum LookupError {
         /// The error from `lseek(2)`.
         source: std::io::Error,
     },
+    /// A search of keyboxd's database failed.
+    #[error("during {} lookup: {source}", sought.article())]
+    Keyboxd {
+        /// What the lookup looked for.
+        sought: Sought,
+        /// SQLite's error.
+        source: Box<crate::io::sqlite::DbError>,
+    },
     /// A blob met during a lookup could not be read: a system error or
     /// broken framing, located like the listing's errors.
     #[error("during {} lookup, blob {}at byte offset {}: {source}", sought.article(),

@@ -79,8 +79,10 @@ use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
 use cache::{PkCache, UidCache};
+pub(crate) use keyboxd::KeyboxdSearches;
 
 mod cache;
+mod keyboxd;
 
 /// A keyblock a lookup found.
 #[derive(Debug)]
@@ -235,28 +237,62 @@ fn search_usable<O: Opener>(
     }
 }
 
-/// gpg's access pattern; see the module docs.
-pub(crate) struct Gnupg<O: Opener> {
+/// Where gpg's two searches go: a keybox, read as gpg reads it
+/// ([`KeyboxSearches`]), or keyboxd (`keyboxd::Searches`). gpg's caches
+/// in front of them ([`Gnupg`]) are the same for both.
+pub(crate) trait Searches {
+    /// `get_pubkey`'s key-id search through the cached lookup handle: the
+    /// handle reset, then (unless the key id is `known_missing`) a search
+    /// on past keyblocks gpg would not take.
+    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Found;
+    /// `get_pubkey_for_sig`'s fingerprint search on a new handle.
+    fn fpr_search(&mut self, fpr: &[u8], usable: &Usable<'_>) -> Found;
+}
+
+/// gpg's searches in a keybox; see the module docs.
+pub(crate) struct KeyboxSearches<O: Opener> {
     opener: O,
     scratch: Scratch,
     /// `ctrl->cached_getkey_kdb`.
     cached: Option<Handle<O>>,
+}
+
+impl<O: Opener + Clone> Searches for KeyboxSearches<O> {
+    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Found {
+        let mut h = match self.cached.take() {
+            Some(mut h) => {
+                h.reset()?;
+                h
+            }
+            None => Handle::new(self.opener.clone(), Sought::Signer),
+        };
+        let found = if known_missing { None } else { search_usable(&mut h, &mut self.scratch, by_kid(kid), usable)? };
+        self.cached = Some(h);
+        Ok(found)
+    }
+
+    fn fpr_search(&mut self, fpr: &[u8], usable: &Usable<'_>) -> Found {
+        let mut h = Handle::new(self.opener.clone(), Sought::Signer);
+        let found = search_usable(&mut h, &mut self.scratch, by_fpr(fpr), usable)?;
+        if self.cached.is_none() {
+            self.cached = Some(h);
+        }
+        Ok(found)
+    }
+}
+
+/// gpg's access pattern; see the module docs.
+pub(crate) struct Gnupg<S> {
+    searches: S,
     uid_cache: UidCache,
     pk_cache: PkCache,
     kid_not_found: HashSet<[u8; 8]>,
 }
 
-impl<O: Opener + Clone> Gnupg<O> {
+impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
     /// A strategy opening its handles with `opener`.
     pub(crate) fn new(opener: O) -> Self {
-        Self {
-            opener,
-            scratch: Scratch::default(),
-            cached: None,
-            uid_cache: UidCache::default(),
-            pk_cache: PkCache::default(),
-            kid_not_found: HashSet::new(),
-        }
+        Self::with(KeyboxSearches { opener, scratch: Scratch::default(), cached: None })
     }
 
     /// gpg's startup: the resource-type probe and the compress check (see
@@ -266,7 +302,8 @@ impl<O: Opener + Clone> Gnupg<O> {
     /// # Errors
     /// I/O errors.
     pub(crate) fn startup(&mut self, now: i64, writable: bool) -> Result<(), LookupError> {
-        let mut probe = self.opener.open()?;
+        let KeyboxSearches { opener, scratch, .. } = &mut self.searches;
+        let mut probe = opener.open()?;
         // gpg reads the magic through stdio: one read, whatever it holds.
         let _ = probe.read(&mut [0u8; 1]);
         drop(probe);
@@ -276,11 +313,11 @@ impl<O: Opener + Clone> Gnupg<O> {
         // A keybox gpg cannot read through makes its compress run give up
         // quietly (the listing then reports the problem): read errors end
         // the check, only a failed open is an error.
-        let mut f = self.opener.open()?;
-        if !matches!(read_blob(&mut f, &mut self.scratch.image, Take::all), Ok(Next::Blob { .. })) {
+        let mut f = opener.open()?;
+        if !matches!(read_blob(&mut f, &mut scratch.image, Take::all), Ok(Next::Blob { .. })) {
             return Ok(());
         }
-        if let Ok(Blob::Header(h)) = parse_blob(&self.scratch.image) {
+        if let Ok(Blob::Header(h)) = parse_blob(&scratch.image) {
             if i64::from(h.last_maintenance) + 3 * 3600 > now {
                 return Ok(());
             }
@@ -288,31 +325,26 @@ impl<O: Opener + Clone> Gnupg<O> {
         if f.rewind_unbuffered().is_err() {
             return Ok(());
         }
-        while matches!(read_blob(&mut f, &mut self.scratch.image, Take::all), Ok(n) if n != Next::Eof) {}
+        while matches!(read_blob(&mut f, &mut scratch.image, Take::all), Ok(n) if n != Next::Eof) {}
         Ok(())
+    }
+}
+
+impl<S: Searches> Gnupg<S> {
+    /// gpg's caches in front of `searches`.
+    pub(crate) fn with(searches: S) -> Self {
+        Self { searches, uid_cache: UidCache::default(), pk_cache: PkCache::default(), kid_not_found: HashSet::new() }
     }
 
     /// `get_pubkey`'s key-id search through the cached handle.
     fn kid_search(&mut self, kid: [u8; 8], usable: &Usable<'_>) -> Found {
-        let mut h = match self.cached.take() {
-            Some(mut h) => {
-                h.reset()?;
-                h
-            }
-            None => Handle::new(self.opener.clone(), Sought::Signer),
-        };
         let _span = tracing::info_span!(target: "kbx::lookup", "kid_search", kid = %crate::kbx::dump::hex_upper(&kid))
             .entered();
-        let found = if self.kid_not_found.contains(&kid) {
-            None
-        } else {
-            let found = search_usable(&mut h, &mut self.scratch, by_kid(kid), usable)?;
-            if found.is_none() {
-                self.kid_not_found.insert(kid);
-            }
-            found
-        };
-        self.cached = Some(h);
+        let known_missing = self.kid_not_found.contains(&kid);
+        let found = self.searches.kid_search(kid, known_missing, usable)?;
+        if found.is_none() && !known_missing {
+            self.kid_not_found.insert(kid);
+        }
         if let Some(s) = &found {
             self.uid_cache.insert(s);
         }
@@ -320,7 +352,7 @@ impl<O: Opener + Clone> Gnupg<O> {
     }
 }
 
-impl<O: Opener + Clone> SignerLookup for Gnupg<O> {
+impl<S: Searches> SignerLookup for Gnupg<S> {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Found {
         if let Some(s) = self.uid_cache.get(&kid) {
             return Ok(Some(s));
@@ -334,12 +366,7 @@ impl<O: Opener + Clone> SignerLookup for Gnupg<O> {
             let _span =
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
                     .entered();
-            let mut h = Handle::new(self.opener.clone(), Sought::Signer);
-            let found = search_usable(&mut h, &mut self.scratch, by_fpr(fpr), usable)?;
-            if self.cached.is_none() {
-                self.cached = Some(h);
-            }
-            if let Some(s) = found {
+            if let Some(s) = self.searches.fpr_search(fpr, usable)? {
                 self.uid_cache.insert(&s);
                 return Ok(Some(s));
             }

@@ -17,7 +17,8 @@ use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
-use crate::keyboxd::Image;
+use crate::keyboxd::server::{Client, Server};
+use crate::keyboxd::{Filter, Image, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::openpgp::lookup as signers;
 use crate::openpgp::{self, check_keyblock, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
@@ -52,23 +53,36 @@ pub struct SigsOutcome {
     pub fatal: Option<ScanError>,
 }
 
-/// List every OpenPGP key of a keyboxd database, read as `image` (its
-/// OpenPGP rows in `ubid` order), with its signatures: `gnupg` replays
-/// keyboxd's searches on `db` for each signer lookup; `index` and `scan`
-/// search the image in memory (no file events: the rows were read once).
+/// List every OpenPGP key of a keyboxd database with its signatures.
+/// `gnupg` replays gpg through keyboxd: the listing a `SEARCH` and a
+/// `NEXT` per key, every signer lookup behind gpg's caches keyboxd's
+/// searches ([`crate::keyboxd::server`]), on one connection as keyboxd
+/// keeps it (gpg 2.4 with keyboxd makes no startup passes). `index` and
+/// `scan` read the keys once (one `SELECT`) and search them in memory (no
+/// further file events). Returns the outcome and the rows behind the
+/// blobs (to name them in messages).
 ///
 /// # Errors
-/// Never for `index` and `scan` (memory opens).
+/// SQLite's error before the listing starts; later ones are in the outcome.
 pub fn run_keyboxd(
     db: &Database,
-    image: &Image,
     mode: Mode,
     lookup: Strategy,
     at: i64,
-    emit: impl FnMut(KeySigs),
-) -> Result<SigsOutcome, OpenError> {
-    let _ = db;
-    run(&image.opener(), mode, lookup, at, emit)
+    mut emit: impl FnMut(KeySigs),
+) -> Result<(SigsOutcome, RowMap), KeyboxdError> {
+    if lookup != Strategy::Gnupg {
+        let image = Image::read(db, Filter::OpenPgp)?;
+        let outcome = run(&image.opener(), mode, lookup, at, emit)?;
+        return Ok((outcome, image.map));
+    }
+    let server = Server::start(db, Client::Gpg)?;
+    let listings = ListingOpener::new(&server);
+    let mut out = SigsOutcome::default();
+    let _cmd = tracing::info_span!(target: "kbx::lookup", "sigs", lookup = %lookup.name()).entered();
+    let mut g = signers::Gnupg::with(signers::KeyboxdSearches::new(&server));
+    listing_pass(&listings, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut g, out, &mut emit))?;
+    Ok((out, listings.map()))
 }
 
 /// List every OpenPGP key (ephemeral ones are not listed, as in gpg)

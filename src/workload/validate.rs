@@ -16,10 +16,11 @@ use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
-use crate::keyboxd::Image;
+use crate::keyboxd::server::{Client, Server};
+use crate::keyboxd::{Filter, Image, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::x509::lookup as issuers;
-use crate::x509::{describe_decoded, Cert, CertInfo, CheckPool, IssuerLookup, TrustList, Validator};
+use crate::x509::{describe_decoded, Cert, CertInfo, CheckPool, IssuerLookup, KeyboxdIssuers, TrustList, Validator};
 
 /// List and validate every certificate.
 ///
@@ -68,24 +69,37 @@ pub fn run<O: Opener + Clone>(
     Ok(out)
 }
 
-/// List and validate every certificate of a keyboxd database, read as
-/// `image` (its X.509 rows in `ubid` order). `gnupg` replays keyboxd's
-/// searches on `db` for each issuer lookup; `index` and `scan` search the
-/// image in memory (no file events: the rows were read once).
+/// List and validate every certificate of a keyboxd database. `gnupg`
+/// replays gpgsm through keyboxd: the listing a `SEARCH` and a `NEXT` per
+/// certificate, every issuer lookup keyboxd's searches
+/// ([`crate::keyboxd::server`]), on one connection as keyboxd keeps it.
+/// `index` and `scan` read the certificates once (one `SELECT`) and search
+/// them in memory (no further file events). Returns the outcome and the
+/// rows behind the blobs (to name them in messages).
 ///
 /// # Errors
-/// Never for `index` and `scan` (memory opens); SQLite's errors of
-/// keyboxd's searches are in the outcome.
+/// SQLite's error before the listing starts; later ones are in the outcome.
 pub fn run_keyboxd(
     db: &Database,
-    image: &Image,
     lookup: Strategy,
     trust: &TrustList,
     at: i64,
-    emit: impl FnMut(Listed),
-) -> Result<ListOutcome, OpenError> {
-    let _ = db;
-    run(&image.opener(), lookup, trust, at, emit)
+    mut emit: impl FnMut(Listed),
+) -> Result<(ListOutcome, RowMap), KeyboxdError> {
+    if lookup != Strategy::Gnupg {
+        let image = Image::read(db, Filter::X509)?;
+        let outcome = run(&image.opener(), lookup, trust, at, emit)?;
+        return Ok((outcome, image.map));
+    }
+    let server = Server::start(db, Client::Gpgsm)?;
+    let listings = ListingOpener::new(&server);
+    let mut validator = Validator::new(trust, at);
+    let mut out = ListOutcome::default();
+    let mut handle = listings.open()?;
+    let mut issuers = KeyboxdIssuers::new(&server);
+    validating_pass(&mut handle, &mut out, &mut validator, &mut issuers, &mut emit);
+    drop(handle);
+    Ok((out, listings.map()))
 }
 
 /// The `index` strategy's single pass. Only X.509 blobs are read; others

@@ -115,7 +115,7 @@ fn scan_x509<F: Read + Seek>(
 /// (the first of equals); if that one has expired at `at`, the newest
 /// non-expired one instead. Returns the choice and whether it is not the
 /// plain newest (gpgsm then has to search for it again by fingerprint).
-fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)> {
+pub(super) fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)> {
     let mut newest: Option<(i64, i64, Cert)> = None;
     let mut newest_valid: Option<(i64, Cert)> = None;
     for c in candidates {
@@ -153,7 +153,7 @@ fn is_subject(b: &KeyBlob<'_>, subject: &[u8]) -> bool {
     b.x509_subject() == Some(subject)
 }
 
-fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
+pub(super) fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
     memo.info(c).is_ok_and(|i| i.ski.as_deref() == Some(keyid))
 }
 

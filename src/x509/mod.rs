@@ -18,6 +18,7 @@
 mod certinfo;
 mod chain;
 mod describe;
+mod keyboxd;
 pub(crate) mod lookup;
 mod pool;
 mod sigcheck;
@@ -29,6 +30,7 @@ mod tests;
 pub use certinfo::{Cert, CertDecodeError, CertInfo, Memo};
 pub use chain::{Problem, Validation, Validator};
 pub use describe::{describe, describe_decoded, X509Cert};
+pub(crate) use keyboxd::Keyboxd as KeyboxdIssuers;
 pub use lookup::IssuerLookup;
 pub use pool::CheckPool;
 pub use sigcheck::verify_der;

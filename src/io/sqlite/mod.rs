@@ -16,6 +16,7 @@
 //! `rusqlite` sets (5 s: a reader waits that long for a writer such as
 //! keyboxd to finish its transaction, then fails with "database is locked").
 
+mod pending;
 mod span;
 mod syscalls;
 
@@ -26,6 +27,7 @@ use std::rc::Rc;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use pending::Pending;
 pub use syscalls::FileStats;
 use syscalls::{Armed, Sink};
 
