@@ -52,9 +52,9 @@ fn gnupg_home(keybox: &Path, settle: bool) -> tempfile::TempDir {
 }
 
 /// (mark, signer key id, class) of every sig/rev line, per key fingerprint.
-type Sigs = Vec<(String, Vec<(String, String, String)>)>;
+pub(crate) type Sigs = Vec<(String, Vec<(String, String, String)>)>;
 
-fn gpg_colons(text: &str) -> Sigs {
+pub(crate) fn gpg_colons(text: &str) -> Sigs {
     let mut out: Sigs = Vec::new();
     let mut want_fpr = false;
     for line in text.lines() {
@@ -75,7 +75,7 @@ fn gpg_colons(text: &str) -> Sigs {
     out
 }
 
-fn ours(json: &str) -> Sigs {
+pub(crate) fn ours(json: &str) -> Sigs {
     json.lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");

@@ -91,12 +91,30 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     if let Some(format) = cli.io_summary.filter(|_| !matches!(cli.command, Command::Record(_))) {
         let stats = tally.snapshot();
         let text = match format {
-            SummaryFormat::Json => serde_json::to_string(&stats)? + "\n",
+            SummaryFormat::Json => summary_json(&stats, &tally.files())? + "\n",
             SummaryFormat::Text => render::io_summary(&stats, cli.kbx_buffer_size, &tally.files()),
         };
         io::stderr().write_all(text.as_bytes())?;
     }
     result
+}
+
+/// The JSON summary: the totals, and for a database `files`, SQLite's
+/// events per file (`path` beside the same keys as the totals).
+fn summary_json(stats: &kbxscope::events::IoStats, files: &[kbxscope::io::sqlite::FileStats]) -> Result<String> {
+    let mut v = serde_json::to_value(stats)?;
+    if !files.is_empty() {
+        let per_file = files
+            .iter()
+            .map(|f| {
+                let mut o = serde_json::to_value(&f.stats)?;
+                o["path"] = serde_json::Value::from(f.path.clone());
+                Ok(o)
+            })
+            .collect::<Result<Vec<_>, serde_json::Error>>()?;
+        v["files"] = serde_json::Value::Array(per_file);
+    }
+    Ok(serde_json::to_string(&v)?)
 }
 
 fn command_name(command: &Command) -> &'static str {

@@ -148,6 +148,14 @@ impl<F: Read + Seek> BufferedReader<F> {
         self
     }
 
+    /// No trace spans for this handle's reads: it reads memory, and a
+    /// `kbx::event` span is a system call.
+    #[must_use]
+    pub fn untraced(mut self) -> Self {
+        self.file.trace = false;
+        self
+    }
+
     /// The end of the file as this handle sees it: its size at open
     /// ([`with_limit`](Self::with_limit)), or `u64::MAX` when unknown.
     pub fn limit(&self) -> u64 {

@@ -75,7 +75,9 @@ impl AsRef<[u8]> for SharedBytes {
     }
 }
 
-/// Opens in-memory "files" (tests, fuzzing); handles count their own events.
+/// Opens in-memory "files" (a database read into memory, tests, fuzzing);
+/// handles count their own events, which are no system calls: they report
+/// to nobody and are not traced.
 #[derive(Debug, Clone)]
 pub struct MemoryOpener {
     /// The keybox bytes.
@@ -97,6 +99,7 @@ impl Opener for MemoryOpener {
 
     fn open(&self) -> Result<Self::Handle, OpenError> {
         let len = self.bytes.0.len() as u64;
-        Ok(Box::new(BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size).with_limit(len)))
+        let reader = BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size).with_limit(len);
+        Ok(Box::new(reader.untraced()))
     }
 }

@@ -138,7 +138,7 @@ impl Image {
     /// Read every row of `filter` from `db`, in `ubid` order.
     ///
     /// # Errors
-    /// SQLite's error; rows that cannot be taken are in [`Image::problems`].
+    /// SQLite's error; rows that cannot be taken are in the [`RowMap`]'s problems.
     pub fn read(db: &Database, filter: Filter) -> Result<Image, KeyboxdError> {
         let mut image = Image { bytes: Vec::new(), map: RowMap::default() };
         let mut index = 0u64;

@@ -4,7 +4,7 @@
 //! [`Database::open`] opens a database **read-only** (`SQLITE_OPEN_READONLY`:
 //! SQLite opens the file `O_RDONLY` and never creates a journal, WAL or
 //! `-shm` file) on SQLite's default unix VFS, whose table of system calls
-//! points at this module's hooks ([`syscalls`]): every `open`, `pread`,
+//! points at this module's hooks: every `open`, `pread`,
 //! `fstat`, `stat`, `lstat`, `access`, `fcntl` lock, `readlink`, `mmap` and
 //! `close` SQLite issues is a file event, timed, counted per file (the
 //! database, its journal, the directories on its path) and traced like
@@ -187,6 +187,22 @@ impl Database {
             Ok(r) => r,
             Err(e) => Err(self.error(e).into()),
         }
+    }
+
+    /// Whether the table `table` exists, and (with `column`) has that
+    /// column: from the schema SQLite reads once (at the first statement
+    /// or the first of these questions: one read transaction), without a
+    /// query of its own.
+    ///
+    /// # Errors
+    /// SQLite's error (the schema cannot be read).
+    pub fn has(&self, table: &str, column: Option<&str>) -> Result<bool, DbError> {
+        let conn = self.conn.as_ref().expect("open until dropped");
+        let r = match column {
+            Some(c) => conn.column_exists(None, table, c),
+            None => conn.table_exists(None, table),
+        };
+        r.map_err(|e| self.error(e))
     }
 
     /// Wrap SQLite's error for a row the caller could not take.

@@ -1,0 +1,468 @@
+//! keyboxd's `pubring.db`: every workload on the databases a real keyboxd
+//! (GnuPG 2.4.7) made from the fixtures' keys (`tests/fixtures/keyboxd/`,
+//! `benches/keyboxd-fixtures.sh`), compared with what gpg and gpgsm 2.4.7
+//! printed with `use-keyboxd`, with keyboxd's own calls on the file (strace
+//! on the real keyboxd), with strace on kbxscope, and the promise that
+//! nothing is ever written beside a database.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::common::{fixture, io_summary, run, stderr, stdout, AT};
+use crate::gpg_live::{gpg_colons, ours};
+
+/// The databases, by the name of the keybox their keys came from.
+const DATABASES: [&str; 3] = ["gnupg-mixed", "gnupg-deleted", "gnupg24-v5"];
+
+fn db(name: &str) -> PathBuf {
+    fixture(&format!("keyboxd/{name}.db"))
+}
+
+fn recorded(name: &str) -> String {
+    std::fs::read_to_string(fixture(&format!("keyboxd/{name}"))).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A copy of a fixture database in a directory of its own.
+fn db_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pubring.db");
+    std::fs::copy(db(name), &path).unwrap();
+    (dir, path)
+}
+
+/// Field `n` (1-based) of colon lines starting with `tag:`, in order.
+fn colon_field(text: &str, tag: &str, n: usize) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{tag}:")))
+        .map(|l| l.split(':').nth(n - 1).unwrap().to_string())
+        .collect()
+}
+
+/// The fingerprint following each `first:` line of a colon listing, in order.
+fn primary_fprs(text: &str, first: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut want = false;
+    for l in text.lines() {
+        let tag = l.split(':').next().unwrap();
+        if tag == first {
+            want = true;
+        } else if tag == "fpr" && want {
+            out.push(l.split(':').nth(9).unwrap().to_string());
+            want = false;
+        }
+    }
+    out
+}
+
+fn listed(path: &Path, key_type: &str) -> Vec<serde_json::Value> {
+    let o = run(["list", "--json", "--type", key_type, path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// `list` on a database: the keys and certificates gpg and gpgsm 2.4.7
+/// listed from it, in keyboxd's order (ascending `ubid`), with every user id.
+fn listings_equal_gnupg24_with_keyboxd() {
+    for name in DATABASES {
+        let gpg = recorded(&format!("{name}.gpg24-k-colons.txt"));
+        let keys = listed(&db(name), "openpgp");
+        let fprs: Vec<String> = keys.iter().map(|k| k["fingerprint"].as_str().unwrap().to_string()).collect();
+        assert_eq!(fprs, primary_fprs(&gpg, "pub"), "{name}: keys or their order differ from gpg's");
+        let mut uids: Vec<String> = keys
+            .iter()
+            .flat_map(|k| k["user_ids"].as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()))
+            .collect();
+        let mut want: Vec<String> = colon_field(&gpg, "uid", 10).into_iter().filter(|u| !u.contains('\\')).collect();
+        uids.retain(|u| want.contains(u));
+        uids.sort();
+        want.sort();
+        assert_eq!(uids, want, "{name}: user ids");
+        let gpgsm = recorded(&format!("{name}.gpgsm24-k-colons.txt"));
+        let certs: Vec<String> =
+            listed(&db(name), "x509").iter().map(|k| k["fingerprint"].as_str().unwrap().to_string()).collect();
+        assert_eq!(certs, primary_fprs(&gpgsm, "crt"), "{name}: certificates or their order differ from gpgsm's");
+    }
+}
+
+/// `--check-sigs` on a database, every lookup: gpg 2.4.7's statuses with keyboxd.
+fn check_sigs_equal_gpg24_with_keyboxd() {
+    for name in DATABASES {
+        let want = gpg_colons(&recorded(&format!("{name}.gpg24-check-sigs-colons.txt")));
+        assert!(!want.is_empty());
+        for lookup in ["gnupg", "index", "scan"] {
+            let o = run(["list", "--check-sigs", "--json", "--lookup", lookup, db(name).to_str().unwrap()]);
+            assert!(o.status.success(), "{name} {lookup}: {}", stderr(&o));
+            assert_eq!(ours(&stdout(&o)), want, "{name} --lookup {lookup}: statuses differ from gpg 2.4.7's");
+        }
+    }
+}
+
+/// Every bracketed line gpgsm 2.4 printed per certificate (by SHA-1
+/// fingerprint: 2.4 prints `sha1 fpr:`), sorted by fingerprint.
+fn gpgsm24_notes(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut notes = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(f) = line.strip_prefix("sha1 fpr: ").or_else(|| line.strip_prefix("fingerprint: ")) {
+            out.push((f.replace(':', ""), std::mem::take(&mut notes)));
+        } else if let Some(n) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if n != "keyboxd" {
+                out.last_mut().expect("a certificate before its notes").1.push(n.to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `list --with-validation` on a database, every lookup: gpgsm 2.4.7's
+/// verdicts and notes with keyboxd.
+fn validation_equals_gpgsm24_with_keyboxd() {
+    for name in ["gnupg-mixed", "gnupg-deleted"] {
+        let want = gpgsm24_notes(&recorded(&format!("{name}.gpgsm24-k-validation.txt")));
+        assert!(want.len() > 20, "{name}");
+        let trust = fixture(&format!("{name}.trustlist.txt"));
+        for lookup in ["gnupg", "index", "scan"] {
+            let o = run([
+                "list",
+                "--with-validation",
+                "--at",
+                AT,
+                "--lookup",
+                lookup,
+                "--trustlist",
+                trust.to_str().unwrap(),
+                db(name).to_str().unwrap(),
+            ]);
+            assert!(o.status.code() == Some(0), "{name} {lookup}: {}", stderr(&o));
+            assert_eq!(
+                gpgsm24_notes(&stdout(&o)),
+                want,
+                "{name} --lookup {lookup}: verdicts differ from gpgsm 2.4.7's"
+            );
+        }
+    }
+}
+
+/// SQLite's events on the database file in kbxscope's JSON summary.
+fn db_file_events(summary: &serde_json::Value, db: &Path) -> serde_json::Value {
+    let files = summary["files"].as_array().expect("per-file events");
+    let f = files.iter().find(|f| f["path"] == db.to_str().unwrap()).expect("the database among the files");
+    f["events"].clone()
+}
+
+/// What strace saw keyboxd do on `pubring.db` for one workload (the
+/// fixture's `NAME.keyboxd-events.txt`): its `totals on pubring.db` line.
+fn keyboxd_totals(name: &str, workload: &str) -> BTreeMap<String, u64> {
+    let text = recorded(&format!("{name}.keyboxd-events.txt"));
+    let section = text.split("\n## ").find(|s| s.starts_with(workload)).unwrap_or_else(|| panic!("{name}: {workload}"));
+    let line = section.lines().find_map(|l| l.strip_prefix("totals on pubring.db: ")).expect("totals line");
+    line.split(", ")
+        .map(|kv| {
+            let (k, v) = kv.rsplit_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+/// `--lookup gnupg` on a database replays keyboxd: SQLite's `pread`s equal
+/// those of the real keyboxd, counted by strace, for gpg's `--check-sigs`
+/// and gpgsm's validation; all its calls on the file are within 5%
+/// (kbxscope adds one read transaction to check the schema, and closes).
+fn gnupg_lookup_reads_what_keyboxd_read() {
+    for name in ["gnupg-mixed", "gnupg-deleted"] {
+        let (_dir, path) = db_copy(name);
+        let trust = fixture(&format!("{name}.trustlist.txt"));
+        let p = path.to_str().unwrap();
+        let runs: [(&str, Vec<&str>); 2] = [
+            (
+                "gpg --homedir /tmp/keyboxd-fixtures/home --batch --with-colons --check-sigs",
+                vec!["list", "--check-sigs", p],
+            ),
+            (
+                "gpgsm --homedir /tmp/keyboxd-fixtures/home --batch -k --with-validation",
+                vec!["list", "--with-validation", "--at", AT, "--trustlist", trust.to_str().unwrap(), p],
+            ),
+        ];
+        for (workload, args) in runs {
+            let mut full = vec!["--io-summary=json"];
+            full.extend(args);
+            let o = run(&full);
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+            let ours = db_file_events(&io_summary(&o), &path);
+            let theirs = keyboxd_totals(name, workload);
+            assert_eq!(ours["read"], theirs["pread64"], "{name} {workload}: preads");
+            let their_total: u64 = theirs.values().sum();
+            let our_total = ours["total"].as_u64().unwrap();
+            let off = (our_total as f64 - their_total as f64).abs() / their_total as f64;
+            assert!(off <= 0.05, "{name} {workload}: {our_total} events against keyboxd's {their_total}");
+            eprintln!(
+                "{name} {workload}: preads {} (keyboxd's too), events {our_total} against {their_total}",
+                ours["read"]
+            );
+        }
+    }
+}
+
+/// Calls strace saw on `file` (by kbxscope's operation names): every call
+/// naming the path or a descriptor on it (strace -y).
+fn strace_ops(trace: &str, file: &Path) -> BTreeMap<&'static str, u64> {
+    let quoted = format!("\"{}\"", file.display());
+    let fd_tag = format!("<{}>", file.display());
+    let mut ops = BTreeMap::new();
+    for line in trace.lines() {
+        let line = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+        let Some(paren) = line.find('(') else { continue };
+        let (call, args) = (&line[..paren], &line[paren + 1..]);
+        if call.starts_with("exec") {
+            continue;
+        }
+        let on_fd = args.trim_start_matches(|c: char| c.is_ascii_digit()).starts_with(&fd_tag);
+        let named = args.starts_with(&quoted) || args.starts_with("AT_FDCWD<") && args.contains(&quoted);
+        if !(on_fd || named) {
+            continue;
+        }
+        let op = match call {
+            "open" | "openat" => "open",
+            "read" | "pread64" => "read",
+            "close" => "close",
+            "fstat" | "newfstatat" | "statx" | "stat" | "lstat" | "readlink" => "stat",
+            "fcntl" => "lock",
+            "access" | "faccessat" | "faccessat2" => "access",
+            "lseek" => "seek",
+            other => panic!("unexpected call on {}: {other}: {line}", file.display()),
+        };
+        *ops.entry(op).or_default() += 1;
+    }
+    ops
+}
+
+/// Every call kbxscope makes on a database and its journal, counted by
+/// strace, equals its own summary: SQLite's events per file, plus its own
+/// look at the first bytes (open, fstat, read, close).
+fn database_events_equal_strace() {
+    let (_dir, path) = db_copy("gnupg-mixed");
+    let journal = PathBuf::from(format!("{}-journal", path.display()));
+    for args in [vec!["stats"], vec!["list", "--check-sigs"], vec!["list", "--with-validation", "--lookup", "index"]] {
+        let trace = tempfile::NamedTempFile::new().unwrap();
+        let mut full =
+            vec!["-f", "-y", "-o", trace.path().to_str().unwrap(), env!("CARGO_BIN_EXE_kbxscope"), "--io-summary=json"];
+        full.extend(&args);
+        full.push(path.to_str().unwrap());
+        let o = Command::new("strace").args(&full).env("KBXSCOPE_CACHE_DIR", std::env::temp_dir()).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let summary = io_summary(&o);
+        let text = std::fs::read_to_string(trace.path()).unwrap();
+        let seen = strace_ops(&text, &path);
+        let mut ours: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let sqlite = db_file_events(&summary, &path);
+        for op in ["open", "read", "close", "stat", "lock", "access", "seek"] {
+            let n = sqlite[op].as_u64().unwrap_or(0) + u64::from(matches!(op, "open" | "read" | "close" | "stat"));
+            if n > 0 {
+                ours.insert(op, n);
+            }
+        }
+        assert_eq!(ours, seen, "{args:?}: kbxscope's count (SQLite's and its look) against strace's on the database");
+        let journal_seen = strace_ops(&text, &journal);
+        let journal_ours = summary["files"].as_array().unwrap().iter().find(|f| f["path"] == journal.to_str().unwrap());
+        let n = journal_ours.map_or(0, |f| f["events"]["stat"].as_u64().unwrap());
+        assert_eq!(journal_seen.get("stat").copied().unwrap_or(0), n, "{args:?}: the journal");
+        assert!(n > 0, "SQLite checks for a hot journal");
+    }
+}
+
+/// sha256, size and modification time of every file in `dir`.
+fn snapshot(dir: &Path) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            let bytes = if meta.is_dir() { Vec::new() } else { std::fs::read(e.path()).unwrap() };
+            use sha2::Digest;
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                meta.len(),
+                meta.modified().unwrap(),
+                sha2::Sha256::digest(&bytes).to_vec(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Nothing is ever written beside a database: after every command (and a
+/// GnuPG home given as the directory), the directory holds the same files
+/// with the same bytes and times — no journal, WAL, `-shm` or lock file.
+fn a_database_is_only_read() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("common.conf"), "use-keyboxd\n").unwrap();
+    let store = home.path().join("public-keys.d");
+    std::fs::create_dir(&store).unwrap();
+    let path = store.join("pubring.db");
+    std::fs::copy(db("gnupg-mixed"), &path).unwrap();
+    let (before_home, before) = (snapshot(home.path()), snapshot(&store));
+    let p = path.to_str().unwrap();
+    let h = home.path().to_str().unwrap();
+    for args in [
+        vec!["stats", p],
+        vec!["stats", "--json", h],
+        vec!["dump", p],
+        vec!["list", h],
+        vec!["find", p, "Alpha"],
+        vec!["list", "--with-sigs", p],
+        vec!["list", "--check-sigs", "--lookup", "gnupg", h],
+        vec!["list", "--check-sigs", "--lookup", "scan", p],
+        vec!["list", "--with-validation", "--lookup", "gnupg", h],
+        vec!["list", "--with-validation", "--lookup", "index", p],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert_eq!(snapshot(&store), before, "{args:?} changed public-keys.d");
+        assert_eq!(snapshot(home.path()), before_home, "{args:?} changed the home");
+    }
+}
+
+/// A GnuPG home resolves to its store as gpg resolves it: `use-keyboxd` in
+/// `common.conf` → `public-keys.d/pubring.db`, else `pubring.kbx`.
+fn a_gnupg_home_resolves_to_its_store() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("public-keys.d")).unwrap();
+    std::fs::copy(db("gnupg-mixed"), home.path().join("public-keys.d/pubring.db")).unwrap();
+    std::fs::copy(fixture("gnupg-deleted.kbx"), home.path().join("pubring.kbx")).unwrap();
+    let count = |home: &Path| stdout(&run(["list", "--json", home.to_str().unwrap()])).lines().count();
+    assert_eq!(count(home.path()), 45, "no common.conf: pubring.kbx (gnupg-deleted's 45 keys)");
+    std::fs::write(home.path().join("common.conf"), "# keys in keyboxd\nuse-keyboxd\n").unwrap();
+    assert_eq!(count(home.path()), 44, "use-keyboxd: public-keys.d/pubring.db (gnupg-mixed's 44)");
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(["list", empty.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("is not a keybox: it is a directory") && err.contains("no GnuPG home either"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// `stats` and `dump` of a database: what its tables hold.
+fn stats_and_dump_of_a_database() {
+    let o = run(["stats", "--json", db("gnupg-mixed").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // the fixture's schema file counts the same rows with sqlite3
+    let schema = recorded("gnupg-mixed.sqlite-schema.txt");
+    let rows = |table: &str| -> u64 {
+        schema.lines().find_map(|l| l.strip_prefix(&format!("{table}|"))).unwrap().parse().unwrap()
+    };
+    assert_eq!(v["total"], rows("pubkey"));
+    assert_eq!(v["fingerprints"], rows("fingerprint"));
+    assert_eq!(v["user_ids"], rows("userid"));
+    assert_eq!(v["issuers"], rows("issuer"));
+    assert_eq!((v["openpgp"].as_u64(), v["x509"].as_u64()), (Some(20), Some(24)));
+    let o = run(["dump", db("gnupg-mixed").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(text.matches("BEGIN-RECORD").count(), 44);
+    assert!(text.contains("Ubid: 26A969FE5E2EAB2E5552D6C33259459D85592A97\nType: 1 (OpenPGP)\n"), "{text}");
+    assert!(text.contains("Uid[0].uid: \"Dieter Núñez <greta.weiss10008@bar.example>\""));
+    assert!(text.contains("Issuer[0].sn: \"75566A8CA8F500DC7AF753816111B6F111BE34BE\""));
+}
+
+/// A database changed with SQLite (`rusqlite`) on a copy.
+fn altered(sql: &str) -> (tempfile::TempDir, PathBuf) {
+    let (dir, path) = db_copy("gnupg-mixed");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(sql).unwrap();
+    drop(c);
+    (dir, path)
+}
+
+fn one_line_error(args: &[&str], want: &str) {
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(want), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Bad databases: a clear one-line error naming the file (and row), or the
+/// listing with the bad row named; nothing written beside them.
+fn bad_databases_get_one_line_errors() {
+    // another schema
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (x);").unwrap();
+    one_line_error(
+        &["list", other.to_str().unwrap()],
+        "is an SQLite database but not keyboxd's: no table 'pubkey' (its tables: t)",
+    );
+    // a column missing
+    let (_d, path) = altered("ALTER TABLE issuer RENAME COLUMN sn TO serial;");
+    one_line_error(&["stats", path.to_str().unwrap()], "table 'issuer' has no column 'sn'");
+    // truncated
+    let (_d, path) = db_copy("gnupg-mixed");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..8192]).unwrap();
+    for cmd in ["stats", "list", "dump"] {
+        one_line_error(&[cmd, path.to_str().unwrap()], "the database is damaged");
+    }
+    // a keyblob that is no keyblock: the row is named, the others listed
+    let (_d, path) =
+        altered("UPDATE pubkey SET keyblob = x'DEADBEEF' WHERE ubid = x'26A969FE5E2EAB2E5552D6C33259459D85592A97';");
+    let o = run(["list", "--json", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count(), 43);
+    let err = stderr(&o);
+    assert!(
+        err.contains("(ubid 26A969FE5E2EAB2E5552D6C33259459D85592A97): its keyblob is no OpenPGP keyblock"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // a column of the wrong type
+    let (_d, path) = altered("UPDATE pubkey SET type = 'x' WHERE ubid = x'26A969FE5E2EAB2E5552D6C33259459D85592A97';");
+    one_line_error(&["list", path.to_str().unwrap()], "column 'type' holds text");
+    // WAL mode: a reader would have to write the -shm file
+    let (dir, path) = altered("PRAGMA journal_mode = WAL;");
+    let files = snapshot(dir.path());
+    one_line_error(&["list", path.to_str().unwrap()], "the database is in WAL mode");
+    assert_eq!(snapshot(dir.path()), files, "nothing created beside a WAL database");
+}
+
+/// A database another process holds a write lock on: kbxscope waits 5 s
+/// for the writer (SQLite's busy timeout), then says so in one line.
+fn a_locked_database_is_a_clear_error() {
+    let (_dir, path) = db_copy("gnupg-mixed");
+    let mut writer = Command::new("sqlite3")
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::{BufRead, Write};
+    let mut input = writer.stdin.take().unwrap();
+    input.write_all(b"BEGIN EXCLUSIVE;\nSELECT 'locked';\n").unwrap();
+    input.flush().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(writer.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "locked");
+    one_line_error(
+        &["list", path.to_str().unwrap()],
+        "database is locked (another process, such as keyboxd, holds a write lock",
+    );
+    drop(input);
+    writer.wait().unwrap();
+}
+
+crate::tests![
+    listings_equal_gnupg24_with_keyboxd,
+    check_sigs_equal_gpg24_with_keyboxd,
+    validation_equals_gpgsm24_with_keyboxd,
+    gnupg_lookup_reads_what_keyboxd_read,
+    database_events_equal_strace needs ["strace"],
+    a_database_is_only_read,
+    a_gnupg_home_resolves_to_its_store,
+    stats_and_dump_of_a_database,
+    bad_databases_get_one_line_errors,
+    a_locked_database_is_a_clear_error needs ["sqlite3"],
+];
