@@ -454,7 +454,148 @@ fn a_locked_database_is_a_clear_error() {
     writer.wait().unwrap();
 }
 
+/// The rows of `sql` in a database, each as text, sorted.
+fn table(path: &Path, sql: &str) -> Vec<Vec<String>> {
+    let c = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut stmt = c.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    let mut rows: Vec<Vec<String>> = stmt
+        .query_map([], |r| {
+            Ok((0..n)
+                .map(|i| match r.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    rusqlite::types::ValueRef::Blob(b) => b.iter().map(|x| format!("{x:02X}")).collect(),
+                    rusqlite::types::ValueRef::Real(f) => f.to_string(),
+                })
+                .collect())
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// A keyblock without its ring-trust packets (GnuPG's local verdict
+/// caches, which differ between a keybox gpg checked and a fresh import).
+fn without_trust_packets(hex: &str) -> Vec<u8> {
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    let mut out = Vec::new();
+    for p in kbxscope::kbx::keyblock::split_packets(&bytes).unwrap() {
+        if p.tag != kbxscope::kbx::keyblock::tag::TRUST {
+            out.push(p.tag);
+            out.extend_from_slice(p.body);
+        }
+    }
+    out
+}
+
+/// `convert` writes the tables keyboxd wrote for the same keys: every row
+/// of `pubkey`, `fingerprint` (but the keygrips, which kbxscope does not
+/// compute), `userid` and `issuer` equal to the real keyboxd's.
+fn convert_writes_keyboxds_rows() {
+    for name in DATABASES {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("pubring.db");
+        let o = run(["convert", fixture(&format!("{name}.kbx")).to_str().unwrap(), out.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let theirs = db(name);
+        for sql in [
+            "SELECT hex(ubid), type, ephemeral, revoked FROM pubkey",
+            "SELECT fpr, kid, subkey, ubid FROM fingerprint",
+            "SELECT uid, addrspec, type, uidno, ubid FROM userid",
+            "SELECT sn, dn, ubid FROM issuer",
+            "SELECT name FROM config",
+        ] {
+            assert_eq!(table(&out, sql), table(&theirs, sql), "{name}: {sql}");
+        }
+        let keyblobs = |p: &Path| -> Vec<Vec<u8>> {
+            let mut v: Vec<Vec<u8>> = table(p, "SELECT keyblob FROM pubkey WHERE type = 1")
+                .iter()
+                .map(|r| without_trust_packets(&r[0]))
+                .collect();
+            v.extend(table(p, "SELECT keyblob FROM pubkey WHERE type = 2").iter().map(|r| r[0].as_bytes().to_vec()));
+            v.sort();
+            v
+        };
+        assert_eq!(keyblobs(&out), keyblobs(&theirs), "{name}: keyblobs");
+        assert_eq!(table(&out, "PRAGMA page_size"), [["4096"]]);
+        assert_eq!(table(&out, "PRAGMA journal_mode"), [["delete"]]);
+    }
+}
+
+/// `convert` never overwrites without --force, writes nothing when it
+/// fails, and refuses a database as its input.
+fn convert_writes_only_a_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pubring.db");
+    std::fs::write(&out, b"mine").unwrap();
+    let kbx = fixture("gnupg-mixed.kbx");
+    let o = run(["convert", kbx.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("exists; not replacing it"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), b"mine");
+    let o = run(["convert", "--force", kbx.to_str().unwrap(), out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(["convert", db("gnupg-mixed").to_str().unwrap(), dir.path().join("again.db").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is keyboxd's database already"), "{}", stderr(&o));
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["pubring.db"], "nothing left behind");
+}
+
+/// `gen --keyboxd` writes the generated keys as a database: the same keys
+/// and verdicts as the keybox `gen` makes with the same options.
+fn gen_writes_the_same_keys_as_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kbx, dbp) = (dir.path().join("tiny.kbx"), dir.path().join("tiny.db"));
+    for (out, extra) in [(&kbx, None), (&dbp, Some("--keyboxd"))] {
+        let mut args = vec!["gen", "--preset", "tiny", out.to_str().unwrap()];
+        args.extend(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let trust = dir.path().join("tiny.kbx.trustlist.txt");
+    let verdicts = |p: &Path, lookup: &str| {
+        let o = run([
+            "list",
+            "--with-validation",
+            "--json",
+            "--lookup",
+            lookup,
+            "--trustlist",
+            trust.to_str().unwrap(),
+            p.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut v: Vec<(String, String)> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|k| (k["fingerprint"].as_str().unwrap().to_string(), k["validation"].to_string()))
+            .collect();
+        v.sort();
+        v
+    };
+    let want = verdicts(&kbx, "index");
+    assert!(want.len() > 10);
+    for lookup in ["gnupg", "index"] {
+        assert_eq!(verdicts(&dbp, lookup), want, "--lookup {lookup}");
+    }
+    let sigs = |p: &Path| {
+        let mut s = ours(&stdout(&run(["list", "--check-sigs", "--json", "--lookup", "index", p.to_str().unwrap()])));
+        s.sort();
+        s
+    };
+    assert_eq!(sigs(&dbp), sigs(&kbx));
+}
+
 crate::tests![
+    convert_writes_keyboxds_rows,
+    convert_writes_only_a_new_file,
+    gen_writes_the_same_keys_as_a_database,
     listings_equal_gnupg24_with_keyboxd,
     check_sigs_equal_gpg24_with_keyboxd,
     validation_equals_gpgsm24_with_keyboxd,

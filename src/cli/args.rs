@@ -125,6 +125,10 @@ pub enum Command {
     Find(FindArgs),
     /// Write a realistic test keybox (real keys and certificates) and its trustlist.
     Gen(GenArgs),
+    /// Write a keybox's keys and certificates as keyboxd's database (the
+    /// format of GnuPG 2.4's public-keys.d/pubring.db) to a new file; the
+    /// keybox is only read.
+    Convert(ConvertArgs),
     /// Run one job at several read-buffer sizes and show, per size, how many
     /// system calls it made on the keybox and how long it took.
     ///
@@ -477,6 +481,24 @@ pub struct GenArgs {
     #[arg(long, value_name = "N", value_parser = count)]
     pub seed: Option<u64>,
     /// Replace OUT (and its trustlist) if they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Write the keys as keyboxd's database (public-keys.d/pubring.db)
+    /// instead of a keybox: the same keys and certificates, the same verdicts.
+    #[arg(long)]
+    pub keyboxd: bool,
+}
+
+/// Arguments of `convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The keybox (or a GnuPG home whose store is pubring.kbx).
+    #[arg(value_name = "KEYBOX")]
+    pub keybox: PathBuf,
+    /// The database to write (a new file; see --force).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    /// Replace OUT if it exists.
     #[arg(long)]
     pub force: bool,
 }

@@ -22,7 +22,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use args::{Cli, Command, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, PresetArg, StatsArgs, SummaryFormat};
+use args::{
+    Cli, Command, ConvertArgs, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, PresetArg, StatsArgs, SummaryFormat,
+};
 use kbxscope::generate::{GenConfig, Preset};
 use kbxscope::io::sqlite::Database;
 use kbxscope::io::{IoTally, Opener};
@@ -127,6 +129,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::List(_) => "list",
         Command::Find(_) => "find",
         Command::Gen(_) => "gen",
+        Command::Convert(_) => "convert",
         Command::Sweep(_) => "sweep",
         Command::Record(_) => "record",
     }
@@ -139,6 +142,7 @@ fn dispatch(cli: &Cli, tally: &IoTally) -> Result<ExitCode> {
         Command::List(a) => list(a, tally),
         Command::Find(a) => find(a, tally),
         Command::Gen(a) => gen(a),
+        Command::Convert(a) => convert(a, tally),
         Command::Sweep(a) => sweep::run(a),
         Command::Record(a) => record::run(a, cli),
     }
@@ -418,7 +422,15 @@ fn gen(a: &GenArgs) -> Result<ExitCode> {
         }
     }
     let started = std::time::Instant::now();
-    let g = keybox::generate_with_progress(&cfg)?;
+    let mut g = keybox::generate_with_progress(&cfg)?;
+    if a.keyboxd {
+        let created = kbxscope::timefmt::rfc3339(i64::from(kbxscope::generate::FIRST_IMPORT)).replace('T', " ");
+        let db = kbxscope::keyboxd::write::database(&g.keybox, created.trim_end_matches('Z'))?;
+        if let Some((index, offset, why)) = db.skipped.first() {
+            anyhow::bail!("blob {index} at byte offset {offset} of the generated keybox: {why}");
+        }
+        g.keybox = db.bytes;
+    }
     keybox::write_outputs(&a.out, &g, a.force)?;
     let s = &g.summary;
     eprintln!(
@@ -440,5 +452,52 @@ fn gen(a: &GenArgs) -> Result<ExitCode> {
         s.expired.len()
     );
     eprintln!("kbxscope: trustlist for gpg-agent: {}", keybox::trustlist_path(&a.out).display());
+    if a.keyboxd {
+        eprintln!("kbxscope: {} is keyboxd's database of those keys (size above: the database's)", a.out.display());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn convert(a: &ConvertArgs, tally: &IoTally) -> Result<ExitCode> {
+    if !a.force && a.out.exists() {
+        anyhow::bail!("'{}' exists; not replacing it (use --force to replace it)", a.out.display());
+    }
+    let (path, mut f) = match store::open(Some(&a.keybox), tally)? {
+        Store::Keybox { path, file } => (path, file),
+        Store::Keyboxd { path, .. } => anyhow::bail!("'{}' is keyboxd's database already", path.display()),
+    };
+    let mut keybox = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut chunk).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        keybox.extend_from_slice(&chunk[..n]);
+    }
+    drop(f);
+    let created = kbxscope::kbx::parse_blob(&keybox[..keybox.len().min(32)])
+        .ok()
+        .and_then(|b| match b {
+            kbxscope::kbx::Blob::Header(h) => Some(i64::from(h.created_at)),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+        });
+    let created = kbxscope::timefmt::rfc3339(created).replace('T', " ");
+    let db = kbxscope::keyboxd::write::database(&keybox, created.trim_end_matches('Z'))?;
+    output::write_file(&a.out, &db.bytes, a.force)?;
+    for (index, offset, why) in &db.skipped {
+        eprintln!("kbxscope: {}: blob {index} at byte offset {offset} not stored: {why}", path.display());
+    }
+    eprintln!(
+        "kbxscope: wrote {} ({} bytes): {} OpenPGP keys and {} certificates from {}",
+        a.out.display(),
+        db.bytes.len(),
+        db.openpgp,
+        db.x509,
+        path.display()
+    );
+    Ok(if db.skipped.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -67,7 +67,7 @@ use x509::IssuedCert;
 pub const GENERATOR_VERSION: u32 = 2;
 
 /// 2019-01-01T00:00:00Z: the first import into a generated keybox.
-const FIRST_IMPORT: u32 = 1_546_300_800;
+pub const FIRST_IMPORT: u32 = 1_546_300_800;
 /// 2012-01-01T00:00:00Z: the oldest OpenPGP key.
 const OLDEST_KEY: u32 = 1_325_376_000;
 /// 2025-06-01T00:00:00Z: the newest OpenPGP key and certification.

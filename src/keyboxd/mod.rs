@@ -20,12 +20,15 @@
 //! * [`server`] replays keyboxd itself (the SQL it runs for each request
 //!   gpg and gpgsm send) for the `gnupg` lookup strategy on a database,
 //!   and [`Listing`] is a client's `SEARCH`/`NEXT` listing read as blobs.
+//! * [`write`] makes a database from a keybox's keys (in memory; the
+//!   caller writes the bytes).
 
 mod image;
 mod listing;
 mod rows;
 mod schema;
 pub mod server;
+pub mod write;
 
 pub use image::{blob_of, Filter, Image, RowFault, RowMap, RowProblem};
 pub use listing::{Listing, ListingOpener};

@@ -184,7 +184,7 @@ impl std::fmt::Debug for Server<'_> {
 
 /// keyboxd's table definitions, run before its first search (no-ops on
 /// an existing database: `IF NOT EXISTS`).
-const STARTUP: [&str; 15] = [
+pub(super) const STARTUP: [&str; 15] = [
     "PRAGMA foreign_keys = ON",
     "CREATE TABLE IF NOT EXISTS config (name  TEXT NOT NULL UNIQUE,value TEXT NOT NULL )",
     "SELECT value FROM config WHERE name='dbversion'",

@@ -99,7 +99,7 @@ pub fn openpgp_spec(keyblock: &[u8], ephemeral: bool) -> Result<KeyBlobSpec, Cre
 
 /// The e-mail address in a libksba subject string whose first RDN is an
 /// emailAddress (`1.2.840.113549.1.9.1=#HEX…`), as `<addr>`.
-fn email_kludge(subject: &str) -> Option<Vec<u8>> {
+pub fn email_kludge(subject: &str) -> Option<Vec<u8>> {
     let hex = subject.strip_prefix("1.2.840.113549.1.9.1=#")?;
     let hex = &hex[..hex.find([',', '+']).unwrap_or(hex.len())];
     if hex.is_empty() || hex.len() % 2 != 0 {

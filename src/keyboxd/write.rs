@@ -1,0 +1,205 @@
+//! A keyboxd database made from a keybox's keys and certificates: the
+//! rows keyboxd 2.4 stores for each (GnuPG's `kbx/backend-sqlite.c`, facts
+//! only), so that the same keys can be read from either store.
+//!
+//! * `pubkey`: `ubid` (the first 20 bytes of the primary fingerprint; a
+//!   certificate's SHA-1 fingerprint), `type` (1 OpenPGP, 2 X.509),
+//!   `ephemeral` from the blob's flag, `revoked` 0, `keyblob` the keyblock
+//!   or certificate exactly as the keybox holds it.
+//! * `fingerprint`: one row per key packet (`subkey` 0 for the primary
+//!   key, then 1, 2, … in keyblock order) with its fingerprint and key id
+//!   (a v4 fingerprint's last 8 bytes, a v5 one's first 8; a certificate's
+//!   SHA-1 fingerprint's last 8). The `keygrip` is 20 zero bytes: it is
+//!   libgcrypt's hash of the public key's parameters, which kbxscope does
+//!   not compute; only keyboxd's KEYGRIP search (gpg-agent's) reads it.
+//! * `userid`: an OpenPGP key's user ids (`uidno` 1, 2, … in keyblock
+//!   order, `addrspec` the lower-cased mail address or NULL); a
+//!   certificate's subject (`uidno` 1), then, when the subject holds an
+//!   emailAddress, the subject again with that `<mail>` as `addrspec`,
+//!   then its subjectAltNames as the keybox stores them (`<mail>`, or an
+//!   S-expression), each but that same mail again, numbered on; `addrspec`
+//!   is the mail address taken from the `uid` as for OpenPGP.
+//! * `issuer`: a certificate's serial number (upper-case hex) and issuer.
+//! * `config`: `dbversion` 1 and `created`.
+//!
+//! The database is built in memory and handed back as the bytes of its
+//! file (SQLite's own serialization, page size 4096, rollback journal):
+//! the caller writes them, through a temporary file.
+
+use rusqlite::{params, Connection};
+
+use super::server::STARTUP;
+use crate::kbx::create::email_kludge;
+use crate::kbx::dump::hex_upper;
+use crate::kbx::keyblock::{split_packets, tag};
+use crate::kbx::keypacket::key_packet;
+use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+
+/// Why no database could be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the database: {0}")]
+pub struct WriteError(#[from] rusqlite::Error);
+
+/// A database made from a keybox.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The database file's bytes.
+    pub bytes: Vec<u8>,
+    /// OpenPGP keys stored.
+    pub openpgp: u64,
+    /// Certificates stored.
+    pub x509: u64,
+    /// Key blobs not stored: (blob index, byte offset, why).
+    pub skipped: Vec<(u64, u64, String)>,
+}
+
+/// The mail address GnuPG takes from an OpenPGP user id (lower-cased):
+/// the part in angle brackets, or the whole user id when it is a bare
+/// address; `None` when there is none.
+fn addrspec(uid: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(uid);
+    let inner = match (text.rfind('<'), text.rfind('>')) {
+        (Some(l), Some(r)) if l < r => &text[l + 1..r],
+        _ if !text.contains(char::is_whitespace) => &text[..],
+        _ => return None,
+    };
+    let (local, domain) = inner.split_once('@')?;
+    (!local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.'))
+        .then(|| inner.to_ascii_lowercase())
+}
+
+struct Builder {
+    conn: Connection,
+}
+
+impl Builder {
+    fn new(created: &str) -> Result<Self, WriteError> {
+        let conn = Connection::open_in_memory()?;
+        for sql in STARTUP.iter().filter(|s| s.starts_with("CREATE")) {
+            conn.execute(sql, [])?;
+        }
+        conn.execute("INSERT INTO config(name,value) VALUES('dbversion','1')", [])?;
+        conn.execute("INSERT INTO config(name,value) VALUES('created',?1)", [created])?;
+        Ok(Self { conn })
+    }
+
+    /// Store one key blob; `Ok(false)` when its `ubid` is stored already.
+    fn add(&self, blob: &KeyBlob<'_>) -> Result<Result<bool, String>, WriteError> {
+        let data = blob.data();
+        let (kind, keys, uids, issuer): (i64, Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Option<String>, i64)>, _) =
+            match blob.blob_type {
+                BlobType::OpenPgp => {
+                    let Ok(packets) = split_packets(data) else { return Ok(Err("its keyblock does not frame".into())) };
+                    let mut keys = Vec::new();
+                    let mut uids = Vec::new();
+                    for p in &packets {
+                        match p.tag {
+                            tag::PUBLIC_KEY | tag::PUBLIC_SUBKEY => match key_packet(p.body) {
+                                Ok(k) => keys.push((k.fingerprint, k.key_id.to_vec())),
+                                Err(e) => return Ok(Err(format!("key packet {}: {e}", keys.len()))),
+                            },
+                            tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
+                            _ => {}
+                        }
+                    }
+                    (1, keys, uids, None)
+                }
+                BlobType::X509 => {
+                    let fpr = blob.key(0).fingerprint.to_vec();
+                    let kid = fpr[fpr.len().saturating_sub(8)..].to_vec();
+                    let subject = blob.x509_subject().unwrap_or_default().to_vec();
+                    // keyboxd's rows: the subject, the mail GnuPG's "email
+                    // kludge" finds in it (the subject again as uid), then the
+                    // subjectAltNames other than that mail, numbered on.
+                    let kludge = email_kludge(&String::from_utf8_lossy(&subject));
+                    let mut uids = vec![(subject.clone(), addrspec(&subject), 1)];
+                    if let Some(mail) = &kludge {
+                        uids.push((subject.clone(), Some(String::from_utf8_lossy(mail).into_owned()), 2));
+                    }
+                    for u in blob.uids().skip(2 + usize::from(kludge.is_some())) {
+                        if kludge.as_deref() != Some(u.name) {
+                            uids.push((u.name.to_vec(), addrspec(u.name), uids.len() as i64 + 1));
+                        }
+                    }
+                    let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
+                    (2, vec![(fpr, kid)], uids, Some(issuer))
+                }
+                _ => return Ok(Err("neither OpenPGP nor X.509".into())),
+            };
+        let Some((primary, _)) = keys.first() else { return Ok(Err("its keyblock holds no key".into())) };
+        let ubid = &primary[..primary.len().min(20)];
+        let stored = self.conn.execute(
+            "INSERT OR IGNORE INTO pubkey(ubid,type,ephemeral,revoked,keyblob) VALUES(?1,?2,?3,0,?4)",
+            params![ubid, kind, i64::from(blob.is_ephemeral()), data],
+        )?;
+        if stored == 0 {
+            return Ok(Ok(false));
+        }
+        for (i, (fpr, kid)) in keys.iter().enumerate() {
+            self.conn.execute(
+                "INSERT OR IGNORE INTO fingerprint(fpr,kid,keygrip,subkey,ubid) VALUES(?1,?2,?3,?4,?5)",
+                params![fpr, kid, [0u8; 20], i as i64, ubid],
+            )?;
+        }
+        for (uid, addr, uidno) in uids {
+            self.conn.execute(
+                "INSERT INTO userid(uid,addrspec,type,uidno,ubid) VALUES(?1,?2,?3,?4,?5)",
+                params![String::from_utf8_lossy(&uid), addr, kind, uidno, ubid],
+            )?;
+        }
+        if let Some((sn, dn)) = issuer {
+            self.conn.execute(
+                "INSERT INTO issuer(sn,dn,ubid) VALUES(?1,?2,?3)",
+                params![sn, String::from_utf8_lossy(&dn), ubid],
+            )?;
+        }
+        Ok(Ok(true))
+    }
+}
+
+/// The keyboxd database holding every key and certificate of the keybox
+/// image `keybox`, in the keybox's order; `created` is the `config`
+/// table's creation time (`YYYY-MM-DD HH:MM:SS`, UTC).
+///
+/// # Errors
+/// SQLite's error while building it (keys that cannot be stored are
+/// listed in [`Written::skipped`]).
+pub fn database(keybox: &[u8], created: &str) -> Result<Written, WriteError> {
+    let b = Builder::new(created)?;
+    let mut out = Written { bytes: Vec::new(), openpgp: 0, x509: 0, skipped: Vec::new() };
+    b.conn.execute_batch("BEGIN")?;
+    let (mut at, mut index) = (0usize, 0u64);
+    while at + 5 <= keybox.len() {
+        let len = u32::from_be_bytes(keybox[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let Some(image) = keybox.get(at..at.saturating_add(len)).filter(|_| len >= 5) else {
+            out.skipped.push((index, at as u64, "the keybox ends inside this blob".into()));
+            break;
+        };
+        if let Ok(Blob::Key(k)) = parse_blob(image) {
+            match b.add(&k)? {
+                Ok(true) if k.blob_type == BlobType::X509 => out.x509 += 1,
+                Ok(true) => out.openpgp += 1,
+                Ok(false) => out.skipped.push((index, at as u64, "a key with the same ubid came first".into())),
+                Err(why) => out.skipped.push((index, at as u64, why)),
+            }
+        }
+        at += len;
+        index += 1;
+    }
+    b.conn.execute_batch("COMMIT")?;
+    out.bytes = b.conn.serialize("main")?.to_vec();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::addrspec;
+
+    #[test]
+    fn mail_addresses_as_gnupg_takes_them() {
+        assert_eq!(addrspec(b"Greta Weiss <Greta.Weiss@Example.ORG>").as_deref(), Some("greta.weiss@example.org"));
+        assert_eq!(addrspec(b"alice@example.org").as_deref(), Some("alice@example.org"));
+        assert_eq!(addrspec(b"Alice (no mail)"), None);
+        assert_eq!(addrspec(b"Bob <bob>"), None);
+    }
+}
