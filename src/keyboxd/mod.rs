@@ -20,7 +20,7 @@
 //! * [`server`] replays keyboxd itself (the SQL it runs for each request
 //!   gpg and gpgsm send) for the `gnupg` lookup strategy on a database,
 //!   and [`Listing`] is a client's `SEARCH`/`NEXT` listing read as blobs.
-//! * [`write`] makes a database from a keybox's keys (in memory; the
+//! * [`write`](mod@write) makes a database from a keybox's keys (in memory; the
 //!   caller writes the bytes).
 
 mod image;

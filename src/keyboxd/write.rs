@@ -68,6 +68,11 @@ fn addrspec(uid: &[u8]) -> Option<String> {
         .then(|| inner.to_ascii_lowercase())
 }
 
+/// A `fingerprint` row's fingerprint and key id.
+type KeyRow = (Vec<u8>, Vec<u8>);
+/// A `userid` row's uid, addrspec and uidno.
+type UidRow = (Vec<u8>, Option<String>, i64);
+
 struct Builder {
     conn: Connection,
 }
@@ -86,46 +91,45 @@ impl Builder {
     /// Store one key blob; `Ok(false)` when its `ubid` is stored already.
     fn add(&self, blob: &KeyBlob<'_>) -> Result<Result<bool, String>, WriteError> {
         let data = blob.data();
-        let (kind, keys, uids, issuer): (i64, Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Option<String>, i64)>, _) =
-            match blob.blob_type {
-                BlobType::OpenPgp => {
-                    let Ok(packets) = split_packets(data) else { return Ok(Err("its keyblock does not frame".into())) };
-                    let mut keys = Vec::new();
-                    let mut uids = Vec::new();
-                    for p in &packets {
-                        match p.tag {
-                            tag::PUBLIC_KEY | tag::PUBLIC_SUBKEY => match key_packet(p.body) {
-                                Ok(k) => keys.push((k.fingerprint, k.key_id.to_vec())),
-                                Err(e) => return Ok(Err(format!("key packet {}: {e}", keys.len()))),
-                            },
-                            tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
-                            _ => {}
-                        }
+        let (kind, keys, uids, issuer): (i64, Vec<KeyRow>, Vec<UidRow>, _) = match blob.blob_type {
+            BlobType::OpenPgp => {
+                let Ok(packets) = split_packets(data) else { return Ok(Err("its keyblock does not frame".into())) };
+                let mut keys = Vec::new();
+                let mut uids = Vec::new();
+                for p in &packets {
+                    match p.tag {
+                        tag::PUBLIC_KEY | tag::PUBLIC_SUBKEY => match key_packet(p.body) {
+                            Ok(k) => keys.push((k.fingerprint, k.key_id.to_vec())),
+                            Err(e) => return Ok(Err(format!("key packet {}: {e}", keys.len()))),
+                        },
+                        tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
+                        _ => {}
                     }
-                    (1, keys, uids, None)
                 }
-                BlobType::X509 => {
-                    let fpr = blob.key(0).fingerprint.to_vec();
-                    let kid = fpr[fpr.len().saturating_sub(8)..].to_vec();
-                    let subject = blob.x509_subject().unwrap_or_default().to_vec();
-                    // keyboxd's rows: the subject, the mail GnuPG's "email
-                    // kludge" finds in it (the subject again as uid), then the
-                    // subjectAltNames other than that mail, numbered on.
-                    let kludge = email_kludge(&String::from_utf8_lossy(&subject));
-                    let mut uids = vec![(subject.clone(), addrspec(&subject), 1)];
-                    if let Some(mail) = &kludge {
-                        uids.push((subject.clone(), Some(String::from_utf8_lossy(mail).into_owned()), 2));
-                    }
-                    for u in blob.uids().skip(2 + usize::from(kludge.is_some())) {
-                        if kludge.as_deref() != Some(u.name) {
-                            uids.push((u.name.to_vec(), addrspec(u.name), uids.len() as i64 + 1));
-                        }
-                    }
-                    let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
-                    (2, vec![(fpr, kid)], uids, Some(issuer))
+                (1, keys, uids, None)
+            }
+            BlobType::X509 => {
+                let fpr = blob.key(0).fingerprint.to_vec();
+                let kid = fpr[fpr.len().saturating_sub(8)..].to_vec();
+                let subject = blob.x509_subject().unwrap_or_default().to_vec();
+                // keyboxd's rows: the subject, the mail GnuPG's "email
+                // kludge" finds in it (the subject again as uid), then the
+                // subjectAltNames other than that mail, numbered on.
+                let kludge = email_kludge(&String::from_utf8_lossy(&subject));
+                let mut uids = vec![(subject.clone(), addrspec(&subject), 1)];
+                if let Some(mail) = &kludge {
+                    uids.push((subject.clone(), Some(String::from_utf8_lossy(mail).into_owned()), 2));
                 }
-                _ => return Ok(Err("neither OpenPGP nor X.509".into())),
-            };
+                for u in blob.uids().skip(2 + usize::from(kludge.is_some())) {
+                    if kludge.as_deref() != Some(u.name) {
+                        uids.push((u.name.to_vec(), addrspec(u.name), uids.len() as i64 + 1));
+                    }
+                }
+                let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
+                (2, vec![(fpr, kid)], uids, Some(issuer))
+            }
+            _ => return Ok(Err("neither OpenPGP nor X.509".into())),
+        };
         let Some((primary, _)) = keys.first() else { return Ok(Err("its keyblock holds no key".into())) };
         let ubid = &primary[..primary.len().min(20)];
         let stored = self.conn.execute(
