@@ -5,8 +5,12 @@
 //! X.509 chain ([`crate::x509::IssuerLookup`]), a signer for an OpenPGP
 //! signature ([`crate::openpgp::SignerLookup`]). Each protocol has one trait,
 //! implemented once per [`Strategy`] and named alike (`Gnupg`, `Scan`,
-//! `Index`). A further program's access pattern (keyboxd's, say) is one
-//! more implementation of each trait and one more variant here.
+//! `Index`). On a keyboxd database, `gnupg` is the pattern gpg and gpgsm
+//! follow through keyboxd: the same decisions (and gpg's caches), each
+//! search a request to the replayed keyboxd (`x509::keyboxd`,
+//! `openpgp::lookup::keyboxd`, [`crate::keyboxd::server`]). A further
+//! program's access pattern is one more implementation of each trait and
+//! one more variant here.
 //!
 //! * [`Strategy`] — `gnupg` (the GnuPG program's own access pattern),
 //!   `scan` (one rescan per lookup) or `index` (one pass, then memory);
