@@ -592,7 +592,39 @@ fn gen_writes_the_same_keys_as_a_database() {
     assert_eq!(sigs(&dbp), sigs(&kbx));
 }
 
+/// `sweep` on a database: each size is SQLite's page cache; at SQLite's
+/// default (keyboxd's, 2000 KiB) `--lookup gnupg`'s reads are the real
+/// keyboxd's for gpg's `--check-sigs`, and a smaller cache reads more.
+fn sweep_of_a_database_sweeps_the_page_cache() {
+    let o = run([
+        "sweep",
+        db("gnupg-mixed").to_str().unwrap(),
+        "--workload",
+        "check-sigs",
+        "--sizes",
+        "16k,2000k",
+        "--runs",
+        "1",
+        "--warmup",
+        "1",
+        "--export-json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["keyboxd"], true);
+    let reads = |i: usize| v["results"][i]["events"]["read"].as_u64().unwrap();
+    let theirs =
+        keyboxd_totals("gnupg-mixed", "gpg --homedir /tmp/keyboxd-fixtures/home --batch --with-colons --check-sigs");
+    assert_eq!(reads(1), theirs["pread64"], "2000 KiB: keyboxd's reads");
+    assert!(reads(0) > reads(1), "a 16 KiB cache reads more: {} vs {}", reads(0), reads(1));
+    assert_eq!(v["results"][1]["other_events"], 64, "keyboxd's 64 fcntl locks");
+    let table = stderr(&o);
+    assert!(table.contains("buffer = SQLite's page cache"), "{table}");
+}
+
 crate::tests![
+    sweep_of_a_database_sweeps_the_page_cache,
     convert_writes_keyboxds_rows,
     convert_writes_only_a_new_file,
     gen_writes_the_same_keys_as_a_database,

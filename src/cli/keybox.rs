@@ -58,15 +58,6 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
     Ok((path.clone(), KeyboxFile::open(&path, tally)?))
 }
 
-/// The keybox's path: the one given (nothing is opened), or the built-in
-/// default, generated first if needed (its probe open is counted).
-pub fn resolve(file: Option<&Path>, tally: &IoTally) -> Result<PathBuf> {
-    match file {
-        Some(p) => Ok(p.to_path_buf()),
-        None => open(None, tally).map(|(path, _probe)| path),
-    }
-}
-
 /// Generate with a progress bar on stderr.
 pub fn generate_with_progress(cfg: &GenConfig) -> Result<Generated> {
     let bar = Bar::new();

@@ -13,6 +13,7 @@ use super::gnupg::{GnupgRunner, Program};
 use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
+use super::store::{self, Store};
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
 use kbxscope::sweep::{self, plot, ProgramRow, SizeResult, Sweep, SweepError, SweepSize, Workload, WorkloadKind};
@@ -70,7 +71,17 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let plot_sink = open_sink(&a.plot)?;
     let stdout_taken = exports.iter().map(|(_, s)| s).chain([&plot_sink]).any(|s| matches!(s, Some(Sink::Stdout)));
     let probe = IoTally::new(kbxscope::io::BufferSize::default());
-    let path = keybox::resolve(a.file.as_deref(), &probe)?;
+    // A database, or a home that uses keyboxd, sweeps SQLite's page cache.
+    let (path, keyboxd) = match store::open(a.file.as_deref(), &probe)? {
+        Store::Keybox { path, .. } => (path, false),
+        Store::Keyboxd { path, .. } => (path, true),
+    };
+    if keyboxd && (a.with_gpgsm.is_some() || a.with_gpg.is_some() || a.program.is_some()) {
+        anyhow::bail!(
+            "'{}' is keyboxd's database: --with-gpgsm, --with-gpg and --program run GnuPG on a keybox",
+            path.display()
+        );
+    }
     let builtin = a.file.is_none();
     let lookup = Strategy::from(a.lookup);
     let workload = a.workload.clone().with(lookup);
@@ -82,7 +93,11 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
-    let sizes = if a.sizes.is_empty() { sweep::default_sizes() } else { a.sizes.clone() };
+    let sizes = match (a.sizes.is_empty(), keyboxd) {
+        (false, _) => a.sizes.clone(),
+        (true, false) => sweep::default_sizes(),
+        (true, true) => sweep::default_cache_sizes(),
+    };
     let gnupg_trust = || a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
     let runner = |program: Program, option: &str, p: &Path| {
         let given = (p.as_os_str() != program.tool()).then_some(p);
@@ -104,7 +119,7 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         Some(_) => (1, 0),
         None => (a.runs as usize, a.warmup as usize),
     };
-    let plan = sweep::Plan { sizes: &sizes, workload: &workload, runs, warmup, trust: &trust.list, at };
+    let plan = sweep::Plan { sizes: &sizes, workload: &workload, runs, warmup, trust: &trust.list, at, keyboxd };
     let bar = Bar::with_eta();
     let result = sweep::run(&path, &plan, &mut |step| bar.update(&step_text(&sizes, step), step.done, step.total));
     drop(bar);
@@ -153,6 +168,7 @@ fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
         SweepError::Open(e) => e.into(),
         SweepError::Scan { size, error } => anyhow::anyhow!("{}: at buffer size {size}: {error}", path.display()),
         SweepError::Pattern(e) => anyhow::anyhow!("--workload find: {e}"),
+        SweepError::Keyboxd(e) => anyhow::anyhow!("{e}"),
     }
 }
 
@@ -215,7 +231,7 @@ fn table(sweep: &Sweep, wide: bool) -> String {
         cols.push(Column::new(["seed", "events"], results, |r| r.seed.map_or_else(dash, |x| thousands(x.events))));
         if (wide || gnupg.is_none()) && program.is_none() {
             cols.push(Column::new(["", "ratio"], results, |r| {
-                r.seed.map_or_else(dash, |x| format!("{:.3}", r.events.total() as f64 / x.events as f64))
+                r.seed.map_or_else(dash, |x| format!("{:.3}", r.total_events() as f64 / x.events as f64))
             }));
         }
         if wide {
@@ -252,6 +268,10 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     s += &line(&|c| c.head[1].clone());
     for i in 0..results.len() {
         s += &line(&|c| c.cells[i].clone());
+    }
+    if sweep.keyboxd {
+        s += "keyboxd's database: buffer = SQLite's page cache (PRAGMA cache_size; keyboxd's\n";
+        s += "is SQLite's default, 2000 KiB); file events: SQLite's calls, locks included.\n";
     }
     if seed {
         s += "seed: what procmon counted for gpgsm -k --with-validation on GnuPG's 42 MiB\n";
@@ -290,7 +310,7 @@ fn ours_columns(
 ) -> Vec<Column> {
     let mut cols = vec![
         Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
-        Column::new(["file", "events"], results, |r| thousands(r.events.total())),
+        Column::new(["file", "events"], results, |r| thousands(r.total_events())),
     ];
     if wide {
         cols.push(Column::new(["", "reads"], results, |r| thousands(r.events.read)));
@@ -343,7 +363,7 @@ fn program_columns(
     }
     cols.push(Column::new(["", "user"], results, cell(&|p| t(p.user_s.median))));
     cols.push(Column::new(["", "sys"], results, cell(&|p| t(p.sys_s.median))));
-    cols.push(Column::new(["model", "events"], results, |r| thousands(r.events.total())));
+    cols.push(Column::new(["model", "events"], results, |r| thousands(r.total_events())));
     cols.push(Column::new(["", "ratio"], results, |r| {
         r.program.as_ref().and_then(|p| p.ratio(r)).map_or_else(|| "-".to_string(), |x| format!("{x:.3}"))
     }));
@@ -381,6 +401,7 @@ mod tests {
             }),
             program: None,
             keybox_changed: Vec::new(),
+            other_events: 0,
         };
         Sweep {
             keybox: "/root/.cache/kbxscope/seed-v2-seed1.kbx".into(),
@@ -394,6 +415,7 @@ mod tests {
                 row("unbuffered", 0, 48_243_960, 13.1),
             ],
             program: None,
+            keyboxd: false,
         }
     }
 

@@ -84,7 +84,19 @@ pub fn is_sqlite(head: &[u8]) -> bool {
 /// # Errors
 /// [`KeyboxdError`]: SQLite's error, or another schema.
 pub fn open(path: &Path, tally: &IoTally) -> Result<Database, KeyboxdError> {
+    open_with_cache(path, tally, None)
+}
+
+/// [`open`] with SQLite's page cache at `cache_kib` KiB (`PRAGMA
+/// cache_size = -N`; `None`: SQLite's default, 2000 KiB, keyboxd's).
+///
+/// # Errors
+/// As [`open`].
+pub fn open_with_cache(path: &Path, tally: &IoTally, cache_kib: Option<u64>) -> Result<Database, KeyboxdError> {
     let db = Database::open(path, tally)?;
+    if let Some(kib) = cache_kib {
+        db.set_cache_kib(kib)?;
+    }
     schema::check(&db)?;
     Ok(db)
 }

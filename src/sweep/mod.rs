@@ -15,15 +15,17 @@ mod seed;
 mod workloads;
 
 pub use result::{GnupgRow, ProgramRow, SeedRow, SizeResult, Sweep, SweepSize, Times};
-pub use seed::{default_sizes, seed_row, SEED_TABLE};
+pub use seed::{default_cache_sizes, default_sizes, seed_row, SEED_TABLE};
 pub use workloads::{Workload, WorkloadKind};
 
 use std::path::Path;
 use std::time::Instant;
 
 use crate::events::IoStats;
+use crate::io::Opener;
 use crate::io::{BufferSize, IoTally, KeyboxFile, OpenError, PathOpener};
 use crate::kbx::search::{Pattern, PatternError};
+use crate::keyboxd::{self, Filter, Image, KeyboxdError};
 use crate::lookup::Strategy;
 use crate::workload::{self, ScanError};
 use crate::x509::TrustList;
@@ -56,6 +58,48 @@ pub enum SweepError {
     /// The find workload's pattern is not a valid search pattern.
     #[error(transparent)]
     Pattern(#[from] PatternError),
+    /// The keyboxd database cannot be read.
+    #[error(transparent)]
+    Keyboxd(#[from] Box<KeyboxdError>),
+}
+
+impl From<KeyboxdError> for SweepError {
+    fn from(e: KeyboxdError) -> Self {
+        Self::Keyboxd(Box::new(e))
+    }
+}
+
+/// Run the workload once on the keyboxd database `path` with `tally`,
+/// SQLite's page cache `cache` bytes.
+fn run_once_keyboxd(
+    path: &Path,
+    workload: &Workload,
+    trust: &TrustList,
+    at: i64,
+    tally: &IoTally,
+) -> Result<(), SweepError> {
+    let fail = |error: ScanError| SweepError::Scan { size: tally.buffer_size(), error };
+    let cache = (tally.buffer_size().bytes() as u64).div_ceil(1024);
+    let db = keyboxd::open_with_cache(path, tally, Some(cache))?;
+    let image = |filter| Image::read(&db, filter);
+    let fatal = match workload {
+        Workload::Validate(lookup) => workload::validate::run_keyboxd(&db, *lookup, trust, at, |_| {})?.0.fatal,
+        Workload::Sigs(mode, lookup) => workload::sigs::run_keyboxd(&db, *mode, *lookup, at, |_| {})?.0.fatal,
+        Workload::List => {
+            let image = image(Filter::All)?;
+            workload::list::run(&mut *image.opener().open()?, workload::TypeFilter::All, |_| {}).fatal
+        }
+        Workload::Stats => {
+            workload::keyboxd::stats(&db)?;
+            None
+        }
+        Workload::Find(p) => {
+            let pattern = Pattern::parse(p)?;
+            let image = image(Filter::All)?;
+            workload::find::run(&mut *image.opener().open()?, &[pattern], false, |_| {}).fatal
+        }
+    };
+    fatal.map_or(Ok(()), |e| Err(fail(e)))
 }
 
 /// Run the workload once on `path` with `tally`.
@@ -142,6 +186,9 @@ pub struct Plan<'a> {
     pub trust: &'a TrustList,
     /// Validity time for the validate workload (Unix seconds).
     pub at: i64,
+    /// The file is keyboxd's database: each size is SQLite's page cache
+    /// (`PRAGMA cache_size`), the workload is read through SQLite.
+    pub keyboxd: bool,
 }
 
 /// Sweep `plan.sizes` on `path`; `progress` is told before each run.
@@ -160,7 +207,10 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         // `first` reads nothing: its changes are only the ones every size
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();
-        let once = |tally: &IoTally| run_once(path, plan.workload, plan.trust, plan.at, tally);
+        let once = |tally: &IoTally| match plan.keyboxd {
+            true => run_once_keyboxd(path, plan.workload, plan.trust, plan.at, tally),
+            false => run_once(path, plan.workload, plan.trust, plan.at, tally),
+        };
         let _size =
             tracing::info_span!(target: "kbx::sweep", "size", buffer_size = s.size.bytes() as u64, label = %s.label)
                 .entered();
@@ -172,6 +222,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         }
         let (mut wall, mut user, mut sys) = (Vec::new(), Vec::new(), Vec::new());
         let mut one = IoStats::new(s.size.bytes() as u64);
+        let mut other_events = 0;
         let (mut read_ns, mut reads) = (0u64, 0u64);
         for k in 0..runs {
             progress(Step { size: i, warmup: false, run: k + 1, of: runs, done, total });
@@ -183,7 +234,10 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
             let elapsed = start.elapsed();
             drop(run);
             let (u1, s1) = cpu::times(libc::RUSAGE_SELF);
-            one = delta(&tally.snapshot(), &before);
+            let after = tally.snapshot();
+            one = delta(&after, &before);
+            other_events =
+                (after.total_events() - after.events.total()) - (before.total_events() - before.events.total());
             read_ns += one.time_ns.read;
             reads += one.events.read;
             wall.push(elapsed.as_secs_f64());
@@ -205,6 +259,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
             gnupg: None,
             program: None,
             keybox_changed: tally.changes().split_off(seen_before),
+            other_events,
         });
     }
     Ok(Sweep {
@@ -215,6 +270,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         runs,
         results: out,
         program: None,
+        keyboxd: plan.keyboxd,
     })
 }
 

@@ -232,7 +232,7 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
     }
     let events = series(results, |r| {
         [
-            Some((r.events.total() as f64, None)),
+            Some((r.total_events() as f64, None)),
             r.seed.map(|s| (s.events as f64, None)),
             r.gnupg.map(|g| (g.events as f64, None)).or_else(|| ran(r).map(|p| (p.events as f64, None))),
         ]
@@ -298,6 +298,7 @@ mod tests {
             gnupg,
             program: None,
             keybox_changed: Vec::new(),
+            other_events: 0,
         }
     }
 
@@ -334,6 +335,7 @@ mod tests {
             runs: 2,
             results,
             program: None,
+            keyboxd: false,
         }
     }
 

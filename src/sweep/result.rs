@@ -29,6 +29,9 @@ pub struct Sweep {
     /// kbxscope's own run of the workload, the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
+    /// The file is keyboxd's database: each size is SQLite's page cache.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keyboxd: bool,
 }
 
 /// Times of the timed runs (seconds), with their summary.
@@ -117,9 +120,23 @@ pub struct SizeResult {
     /// into place, appended to, …); empty when it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub keybox_changed: Vec<crate::io::KeyboxChange>,
+    /// File events of the operations a keybox never sees (a database's
+    /// `fcntl` locks), in one run; in `events_total` too.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub other_events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SizeResult {
+    /// File events of one run, every operation (the table's and the
+    /// exports' total).
+    pub fn total_events(&self) -> u64 {
+        self.events.total() + self.other_events
+    }
+
     /// The buffer (0 bytes = unbuffered), for display: `8 KiB`, `unbuffered`.
     pub fn buffer(&self) -> BufferSize {
         match usize::try_from(self.buffer_size) {
@@ -181,7 +198,7 @@ impl ProgramRow {
 
     /// Its events over the model's (`None` when it did not run).
     pub fn ratio(&self, model: &SizeResult) -> Option<f64> {
-        let m = model.events.total();
+        let m = model.total_events();
         (self.not_run.is_none() && m > 0).then(|| self.events as f64 / m as f64)
     }
 }

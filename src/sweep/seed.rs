@@ -26,6 +26,15 @@ pub fn default_sizes() -> Vec<SweepSize> {
         .collect()
 }
 
+/// The page-cache sizes a sweep of keyboxd's database runs at by default:
+/// from 64 KiB to 32 MiB, with SQLite's (and so keyboxd's) default, 2000 KiB.
+pub fn default_cache_sizes() -> Vec<SweepSize> {
+    ["64k", "256k", "1M", "2000k", "8M", "32M"]
+        .iter()
+        .map(|k| SweepSize { label: k.to_string(), size: k.parse().expect("cache sizes are valid") })
+        .collect()
+}
+
 /// The seed's row for a size label, if it is one of the seed's.
 pub fn seed_row(label: &str) -> Option<SeedRow> {
     SEED_TABLE

@@ -205,6 +205,16 @@ impl Database {
         r.map_err(|e| self.error(e))
     }
 
+    /// Set SQLite's page cache to `kib` KiB (`PRAGMA cache_size = -kib`;
+    /// no file access).
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub fn set_cache_kib(&self, kib: u64) -> Result<(), DbError> {
+        let conn = self.conn.as_ref().expect("open until dropped");
+        conn.execute_batch(&format!("PRAGMA cache_size = -{}", kib.max(1))).map_err(|e| self.error(e))
+    }
+
     /// Wrap SQLite's error for a row the caller could not take.
     pub fn row_error(&self, e: rusqlite::Error) -> DbError {
         self.error(e)

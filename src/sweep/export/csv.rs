@@ -44,7 +44,7 @@ pub(super) fn csv(results: &[SizeResult]) -> Vec<u8> {
             "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.1},{},{},{}",
             r.label,
             r.buffer_size,
-            e.total(),
+            r.total_events(),
             e.open,
             e.read,
             e.seek,

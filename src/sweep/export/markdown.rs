@@ -45,7 +45,7 @@ pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
             s,
             "| {} | {} | {:.3} ± {:.3} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} |",
             r.buffer(),
-            r.events.total(),
+            r.total_events(),
             r.wall_s.mean,
             r.wall_s.stddev,
             r.events.read,
@@ -60,7 +60,7 @@ pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
         if seed {
             let _ = match r.seed {
                 Some(x) => {
-                    write!(s, " {} | {:.3} | {:.0} |", x.events, r.events.total() as f64 / x.events as f64, x.time_s)
+                    write!(s, " {} | {:.3} | {:.0} |", x.events, r.total_events() as f64 / x.events as f64, x.time_s)
                 }
                 None => write!(s, " – | – | – |"),
             };

@@ -83,6 +83,7 @@ mod tests {
                 gnupg: Some(GnupgRow { tool: "gpgsm", events: 1012, time_s: 2.25, counted_with: "strace" }),
                 program: None,
                 keybox_changed: Vec::new(),
+                other_events: 0,
             },
             SizeResult {
                 label: "64".into(),
@@ -98,6 +99,7 @@ mod tests {
                 gnupg: None,
                 program: None,
                 keybox_changed: Vec::new(),
+                other_events: 0,
             },
         ]
     }
@@ -110,7 +112,7 @@ mod tests {
         let col = |name: &str| CSV_HEADER.split(',').position(|c| c == name).unwrap();
         for (row, r) in rows.iter().zip(fixed()) {
             assert_eq!(row.len(), CSV_HEADER.split(',').count());
-            assert_eq!(row[col("events_total")].parse::<u64>().unwrap(), r.events.total());
+            assert_eq!(row[col("events_total")].parse::<u64>().unwrap(), r.total_events());
             assert_eq!(row[col("read")].parse::<u64>().unwrap(), r.events.read);
             assert!((row[col("wall_median_s")].parse::<f64>().unwrap() - r.wall_s.median).abs() < 1e-9);
             assert_eq!(row[col("gnupg_events")].parse::<u64>().ok(), r.gnupg.map(|g| g.events));
@@ -129,6 +131,7 @@ mod tests {
             runs: 3,
             results: fixed(),
             program: None,
+            keyboxd: false,
         };
         let text = String::from_utf8(json(&sweep)).unwrap();
         insta::assert_snapshot!(text);
@@ -183,6 +186,7 @@ mod tests {
             runs: 2,
             results: rows,
             program: Some("gpgsm -k --with-validation --disable-dirmngr".into()),
+            keyboxd: false,
         };
         let v: serde_json::Value = serde_json::from_slice(&json(&sweep)).unwrap();
         assert_eq!(v["program"], "gpgsm -k --with-validation --disable-dirmngr");
