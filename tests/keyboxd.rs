@@ -623,7 +623,138 @@ fn sweep_of_a_database_sweeps_the_page_cache() {
     assert!(table.contains("buffer = SQLite's page cache"), "{table}");
 }
 
+/// Every workload, in process, over `path`: whatever the damage, a clean
+/// read or errors that are one line; nothing written beside the file.
+fn every_workload_on(path: &Path, case: &str) -> usize {
+    use kbxscope::io::{BufferSize, IoTally, Opener};
+    use kbxscope::keyboxd::{self, Filter, Image};
+    use kbxscope::lookup::Strategy;
+    use kbxscope::openpgp::Mode;
+    use kbxscope::workload;
+    let tally = IoTally::new(BufferSize::default());
+    let mut errors: Vec<String> = Vec::new();
+    match keyboxd::open(path, &tally) {
+        Err(e) => errors.push(e.to_string()),
+        Ok(db) => {
+            errors.extend(workload::keyboxd::stats(&db).err().map(|e| e.to_string()));
+            let mut rows = Vec::new();
+            let dumped = workload::keyboxd::dump(&db, |_| {}, |p| rows.push(p.to_string()));
+            errors.extend(rows);
+            errors.extend(dumped.err().map(|e| e.to_string()));
+            match Image::read(&db, Filter::All) {
+                Err(e) => errors.push(e.to_string()),
+                Ok(image) => {
+                    let out =
+                        workload::list::run(&mut *image.opener().open().unwrap(), workload::TypeFilter::All, |_| {});
+                    errors.extend(
+                        out.problems
+                            .iter()
+                            .chain(&out.fatal)
+                            .map(|e| format!("{}: {}", image.map.row_name(e.index), e.what())),
+                    );
+                    errors.extend(image.map.problems.iter().map(ToString::to_string));
+                }
+            }
+            for lookup in [Strategy::Gnupg, Strategy::Index] {
+                match workload::validate::run_keyboxd(&db, lookup, &Default::default(), 1_800_000_000, |_| {}) {
+                    Ok((out, map)) => errors.extend(
+                        out.problems
+                            .iter()
+                            .chain(&out.fatal)
+                            .map(|e| format!("{}: {}", map.row_name(e.index), e.what())),
+                    ),
+                    Err(e) => errors.push(e.to_string()),
+                }
+                match workload::sigs::run_keyboxd(&db, Mode::CheckSigs, lookup, 1_800_000_000, |_| {}) {
+                    Ok((out, map)) => {
+                        errors.extend(out.fatal.iter().map(|e| format!("{}: {}", map.row_name(e.index), e.what())))
+                    }
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+        }
+    }
+    for e in &errors {
+        assert!(!e.contains('\n'), "{case}: an error of more than one line: {e}");
+        assert!(!e.is_empty(), "{case}: an empty error");
+    }
+    errors.len()
+}
+
+/// The corruption corpus for databases: every truncation at a page
+/// boundary and in the middle of a page, and byte flips spread over every
+/// page of a keyboxd-made database, through every workload (stats, dump,
+/// list, validation and --check-sigs with keyboxd's pattern and the
+/// index): never a panic, every error one line, nothing written.
+fn database_corruption_corpus() {
+    let original = std::fs::read(db("gnupg24-v5")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pubring.db");
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    for cut in (0..original.len()).step_by(4096).chain((2048..original.len()).step_by(4096)).chain([1, 15, 16, 99, 100])
+    {
+        cases.push((format!("cut at {cut}"), original[..cut].to_vec()));
+    }
+    // A deterministic spread of flips: every page, many places in each.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = (x as usize) % original.len();
+        let mut bytes = original.clone();
+        bytes[at] ^= 1 << (i % 8);
+        cases.push((format!("bit {} of byte {at}", i % 8), bytes));
+    }
+    let mut failed = 0;
+    for (case, bytes) in &cases {
+        std::fs::write(&path, bytes).unwrap();
+        failed += usize::from(every_workload_on(&path, case) > 0);
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["pubring.db"], "{case}: something was written beside the database");
+    }
+    eprintln!("database corruption corpus: {} cases, {failed} reported errors", cases.len());
+    assert!(failed > 10, "the damage was seen");
+}
+
+/// A database without keys (made from a keybox holding only its header):
+/// every command reads it cleanly and lists nothing.
+fn an_empty_database_lists_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("empty.kbx");
+    let mut header = vec![0u8; 32];
+    header[3] = 32;
+    header[4] = 1;
+    header[5] = 1;
+    header[8..12].copy_from_slice(b"KBXf");
+    std::fs::write(&kbx, &header).unwrap();
+    let dbp = dir.path().join("empty.db");
+    let o = run(["convert", kbx.to_str().unwrap(), dbp.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for args in [
+        vec!["stats", "--json"],
+        vec!["dump"],
+        vec!["list"],
+        vec!["list", "--check-sigs"],
+        vec!["list", "--check-sigs", "--lookup", "index"],
+        vec!["list", "--with-validation"],
+        vec!["list", "--with-validation", "--lookup", "scan"],
+    ] {
+        let mut full = args.clone();
+        full.push(dbp.to_str().unwrap());
+        let o = run(&full);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(args[0] == "stats" || out.trim().is_empty(), "{args:?}: {out}");
+    }
+}
+
 crate::tests![
+    an_empty_database_lists_nothing,
+    database_corruption_corpus,
     sweep_of_a_database_sweeps_the_page_cache,
     convert_writes_keyboxds_rows,
     convert_writes_only_a_new_file,

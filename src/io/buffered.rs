@@ -97,6 +97,8 @@ pub struct BufferedReader<F> {
     /// Unbuffered only: bytes [`peek_start`](Self::peek_start) read that no
     /// logical read has taken yet (they come first, with no system call).
     head: Vec<u8>,
+    /// The bytes are blobs made from another store's rows, not a file.
+    from_store: bool,
 }
 
 /// What a closing handle hands back to its owner.
@@ -134,6 +136,7 @@ impl<F: Read + Seek> BufferedReader<F> {
             filled: 0,
             buf_start: 0,
             head: Vec::new(),
+            from_store: false,
         }
     }
 
@@ -146,6 +149,19 @@ impl<F: Read + Seek> BufferedReader<F> {
     pub fn with_limit(mut self, len: u64) -> Self {
         self.file.limit = len;
         self
+    }
+
+    /// Mark the bytes as blobs made from another store's rows (a keyboxd
+    /// database): no file to check — none at all is an empty store.
+    #[must_use]
+    pub fn from_store(mut self) -> Self {
+        self.from_store = true;
+        self
+    }
+
+    /// Whether the bytes are blobs made from another store's rows.
+    pub fn is_from_store(&self) -> bool {
+        self.from_store
     }
 
     /// No trace spans for this handle's reads: it reads memory, and a

@@ -84,12 +84,15 @@ pub struct MemoryOpener {
     pub bytes: SharedBytes,
     /// Buffer size of each handle.
     pub buffer_size: BufferSize,
+    /// The bytes are blobs made from another store's rows (see
+    /// [`BufferedReader::from_store`]).
+    pub from_store: bool,
 }
 
 impl MemoryOpener {
     /// An opener over a copy of `bytes`.
     pub fn new(bytes: &[u8], buffer_size: BufferSize) -> Self {
-        Self { bytes: SharedBytes(Arc::from(bytes)), buffer_size }
+        Self { bytes: SharedBytes(Arc::from(bytes)), buffer_size, from_store: false }
     }
 }
 
@@ -99,7 +102,7 @@ impl Opener for MemoryOpener {
 
     fn open(&self) -> Result<Self::Handle, OpenError> {
         let len = self.bytes.0.len() as u64;
-        let reader = BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size).with_limit(len);
-        Ok(Box::new(reader.untraced()))
+        let reader = BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size).with_limit(len).untraced();
+        Ok(Box::new(if self.from_store { reader.from_store() } else { reader }))
     }
 }

@@ -163,6 +163,6 @@ impl Image {
     /// Readers over the image: in memory, their reads are no file events
     /// (and are not traced as such).
     pub fn opener(&self) -> MemoryOpener {
-        MemoryOpener::new(&self.bytes, BufferSize::Bytes(1 << 20))
+        MemoryOpener { from_store: true, ..MemoryOpener::new(&self.bytes, BufferSize::Bytes(1 << 20)) }
     }
 }

@@ -152,6 +152,6 @@ impl<'s, 'db> Opener for ListingOpener<'s, 'db> {
             blob_start: 0,
             map: self.map.clone(),
         };
-        Ok(Box::new(BufferedReader::new(listing, BufferSize::Bytes(1 << 16)).untraced()))
+        Ok(Box::new(BufferedReader::new(listing, BufferSize::Bytes(1 << 16)).untraced().from_store()))
     }
 }

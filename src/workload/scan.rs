@@ -215,7 +215,7 @@ impl<'r, F: Read + Seek> Scanner<'r, F> {
                 Err(e) => return Err(ScanError { index, offset: e.offset(), kind: ScanErrorKind::Read(e) }),
             };
             match next {
-                Next::Eof if index == 0 => {
+                Next::Eof if index == 0 && !self.reader.is_from_store() => {
                     return Err(self.not_a_keybox(0, NotAKeybox::Empty));
                 }
                 Next::TooLarge { offset, length } if index == 0 => {

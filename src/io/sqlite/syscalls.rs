@@ -6,16 +6,20 @@
 //! to what `strace` sees (SQLite makes no file system call outside that
 //! table but `fsync`, which a reader never reaches).
 //!
-//! Nothing is ever written: the calls that would change a file (`write`,
+//! Nothing is ever written beside a database kbxscope reads: while one is
+//! open on the thread, the calls that would change a file (`write`,
 //! `pwrite`, `ftruncate`, `fchmod`, `fchown`, `fallocate`, `unlink`,
-//! `mkdir`, `rmdir`, and `open` with a write or create flag) are refused
-//! here with `EACCES` before they reach the kernel, and the refusal is
-//! remembered so that the caller can say what SQLite wanted.
+//! `mkdir`, `rmdir`, `open` with a write or create flag, a shared writable
+//! `mmap`) are refused here with `EACCES` before they reach the kernel, and
+//! the refusal is remembered so that the caller can say what SQLite wanted.
+//! (SQLite opens kbxscope's databases read-only, so it has no reason to
+//! try; this makes sure.)
 //!
 //! The table is process-wide and its entries take no context, so events go
 //! to the calling thread's [`Sink`], armed by [`Armed`] while a database
 //! is open on that thread. A call while none is armed (no database of
-//! kbxscope's open on the thread) passes through uncounted.
+//! kbxscope's open on the thread: SQLite used otherwise in the process)
+//! passes through to the original, uncounted and unrefused.
 
 #![allow(unsafe_code)]
 
@@ -213,6 +217,19 @@ fn counted<T: Copy>(
     r
 }
 
+/// The answer for an entry SQLite left empty (never installed: the table
+/// keeps empty entries empty).
+fn missing<T: From<i8>>() -> T {
+    set_errno(libc::ENOSYS);
+    T::from(-1)
+}
+
+/// Whether a database of kbxscope's is open on this thread (its calls are
+/// counted, and those that would write refused).
+fn armed() -> bool {
+    SINK.try_with(|s| s.try_borrow().map_or(true, |s| s.is_some())).unwrap_or(false)
+}
+
 /// Refuse a call that would write: nothing reaches the kernel, errno is
 /// `EACCES`, and the sink remembers the first such call.
 fn refuse(what: &str, target: Target) -> c_int {
@@ -242,6 +259,14 @@ type ReadFn = unsafe extern "C" fn(c_int, *mut c_void, size_t) -> ssize_t;
 type PreadFn = unsafe extern "C" fn(c_int, *mut c_void, size_t, off_t) -> ssize_t;
 type ReadlinkFn = unsafe extern "C" fn(*const c_char, *mut c_char, size_t) -> ssize_t;
 type MmapFn = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
+type WriteFn = unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t;
+type PwriteFn = unsafe extern "C" fn(c_int, *const c_void, size_t, off_t) -> ssize_t;
+type FtruncateFn = unsafe extern "C" fn(c_int, off_t) -> c_int;
+type FchmodFn = unsafe extern "C" fn(c_int, mode_t) -> c_int;
+type FchownFn = unsafe extern "C" fn(c_int, libc::uid_t, libc::gid_t) -> c_int;
+type FallocateFn = unsafe extern "C" fn(c_int, off_t, off_t) -> c_int;
+type PathFn = unsafe extern "C" fn(*const c_char) -> c_int;
+type MkdirFn = unsafe extern "C" fn(*const c_char, mode_t) -> c_int;
 
 /// The unix VFS's own entries, saved before ours replaced them.
 struct Originals {
@@ -258,6 +283,17 @@ struct Originals {
     pread64: Option<PreadFn>,
     readlink: ReadlinkFn,
     mmap: MmapFn,
+    // The calls that write: refused while a database of kbxscope's is
+    // open on the thread, passed on otherwise.
+    write: Option<WriteFn>,
+    pwrite: Option<PwriteFn>,
+    ftruncate: Option<FtruncateFn>,
+    fchmod: Option<FchmodFn>,
+    fchown: Option<FchownFn>,
+    fallocate: Option<FallocateFn>,
+    unlink: Option<PathFn>,
+    mkdir: Option<MkdirFn>,
+    rmdir: Option<PathFn>,
 }
 
 /// The originals, set before the first hook is installed.
@@ -277,7 +313,7 @@ fn originals() -> &'static Originals {
 const WRITE_FLAGS: c_int = libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND;
 
 unsafe extern "C" fn hook_open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    if flags & WRITE_FLAGS != 0 {
+    if flags & WRITE_FLAGS != 0 && armed() {
         return refuse("open for writing", Target::Path(path));
     }
     // SAFETY (all hooks): SQLite calls each entry with the arguments of the
@@ -383,7 +419,7 @@ unsafe extern "C" fn hook_mmap(
     fd: c_int,
     at: off_t,
 ) -> *mut c_void {
-    if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 {
+    if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 && armed() {
         refuse("map for writing", Target::Fd(fd));
         return libc::MAP_FAILED;
     }
@@ -397,41 +433,95 @@ unsafe extern "C" fn hook_mmap(
     )
 }
 
-unsafe extern "C" fn hook_write(fd: c_int, _: *const c_void, _: size_t) -> ssize_t {
+unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    if !armed() {
+        return match originals().write {
+            Some(f) => unsafe { f(fd, buf, n) },
+            None => missing(),
+        };
+    }
     refuse("write", Target::Fd(fd)) as ssize_t
 }
 
-unsafe extern "C" fn hook_pwrite(fd: c_int, _: *const c_void, _: size_t, _: off_t) -> ssize_t {
+unsafe extern "C" fn hook_pwrite(fd: c_int, buf: *const c_void, n: size_t, at: off_t) -> ssize_t {
+    if !armed() {
+        return match originals().pwrite {
+            Some(f) => unsafe { f(fd, buf, n, at) },
+            None => missing(),
+        };
+    }
     refuse("write", Target::Fd(fd)) as ssize_t
 }
 
-unsafe extern "C" fn hook_ftruncate(fd: c_int, _: off_t) -> c_int {
+unsafe extern "C" fn hook_ftruncate(fd: c_int, len: off_t) -> c_int {
+    if !armed() {
+        return match originals().ftruncate {
+            Some(f) => unsafe { f(fd, len) },
+            None => missing(),
+        };
+    }
     refuse("truncate", Target::Fd(fd))
 }
 
-unsafe extern "C" fn hook_fchmod(fd: c_int, _: mode_t) -> c_int {
+unsafe extern "C" fn hook_fchmod(fd: c_int, mode: mode_t) -> c_int {
+    if !armed() {
+        return match originals().fchmod {
+            Some(f) => unsafe { f(fd, mode) },
+            None => missing(),
+        };
+    }
     refuse("chmod", Target::Fd(fd))
 }
 
-unsafe extern "C" fn hook_fchown(fd: c_int, _: libc::uid_t, _: libc::gid_t) -> c_int {
+unsafe extern "C" fn hook_fchown(fd: c_int, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
+    if !armed() {
+        return match originals().fchown {
+            Some(f) => unsafe { f(fd, uid, gid) },
+            None => missing(),
+        };
+    }
     refuse("chown", Target::Fd(fd))
 }
 
-unsafe extern "C" fn hook_fallocate(fd: c_int, _: off_t, _: off_t) -> c_int {
+unsafe extern "C" fn hook_fallocate(fd: c_int, at: off_t, len: off_t) -> c_int {
+    if !armed() {
+        return match originals().fallocate {
+            Some(f) => unsafe { f(fd, at, len) },
+            None => missing(),
+        };
+    }
     // posix_fallocate returns the error instead of setting errno.
     refuse("allocate", Target::Fd(fd));
     libc::EACCES
 }
 
 unsafe extern "C" fn hook_unlink(path: *const c_char) -> c_int {
+    if !armed() {
+        return match originals().unlink {
+            Some(f) => unsafe { f(path) },
+            None => missing(),
+        };
+    }
     refuse("delete", Target::Path(path))
 }
 
-unsafe extern "C" fn hook_mkdir(path: *const c_char, _: mode_t) -> c_int {
+unsafe extern "C" fn hook_mkdir(path: *const c_char, mode: mode_t) -> c_int {
+    if !armed() {
+        return match originals().mkdir {
+            Some(f) => unsafe { f(path, mode) },
+            None => missing(),
+        };
+    }
     refuse("mkdir", Target::Path(path))
 }
 
 unsafe extern "C" fn hook_rmdir(path: *const c_char) -> c_int {
+    if !armed() {
+        return match originals().rmdir {
+            Some(f) => unsafe { f(path) },
+            None => missing(),
+        };
+    }
     refuse("rmdir", Target::Path(path))
 }
 
@@ -479,12 +569,21 @@ fn install_now() -> Result<(), String> {
             pread64: original(c"pread64").ok().map(|f| std::mem::transmute::<Syscall, PreadFn>(f)),
             readlink: std::mem::transmute::<Syscall, ReadlinkFn>(original(c"readlink")?),
             mmap: std::mem::transmute::<Syscall, MmapFn>(original(c"mmap")?),
+            write: original(c"write").ok().map(|f| std::mem::transmute::<Syscall, WriteFn>(f)),
+            pwrite: original(c"pwrite").ok().map(|f| std::mem::transmute::<Syscall, PwriteFn>(f)),
+            ftruncate: original(c"ftruncate").ok().map(|f| std::mem::transmute::<Syscall, FtruncateFn>(f)),
+            fchmod: original(c"fchmod").ok().map(|f| std::mem::transmute::<Syscall, FchmodFn>(f)),
+            fchown: original(c"fchown").ok().map(|f| std::mem::transmute::<Syscall, FchownFn>(f)),
+            fallocate: original(c"fallocate").ok().map(|f| std::mem::transmute::<Syscall, FallocateFn>(f)),
+            unlink: original(c"unlink").ok().map(|f| std::mem::transmute::<Syscall, PathFn>(f)),
+            mkdir: original(c"mkdir").ok().map(|f| std::mem::transmute::<Syscall, MkdirFn>(f)),
+            rmdir: original(c"rmdir").ok().map(|f| std::mem::transmute::<Syscall, PathFn>(f)),
         }
     };
     macro_rules! hooks {
         ($($name:literal => $f:expr),* $(,)?) => {[$(($name, $f as *const ())),*]};
     }
-    let table: [(&CStr, *const ()); 22] = hooks![
+    let table: [(&CStr, *const ()); 21] = hooks![
         c"open" => hook_open as unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int,
         c"close" => hook_close as unsafe extern "C" fn(c_int) -> c_int,
         c"access" => hook_access as unsafe extern "C" fn(*const c_char, c_int) -> c_int,
@@ -499,7 +598,6 @@ fn install_now() -> Result<(), String> {
         c"mmap" => hook_mmap as unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void,
         c"write" => hook_write as unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t,
         c"pwrite" => hook_pwrite as unsafe extern "C" fn(c_int, *const c_void, size_t, off_t) -> ssize_t,
-        c"pwrite64" => hook_pwrite as unsafe extern "C" fn(c_int, *const c_void, size_t, off_t) -> ssize_t,
         c"ftruncate" => hook_ftruncate as unsafe extern "C" fn(c_int, off_t) -> c_int,
         c"fchmod" => hook_fchmod as unsafe extern "C" fn(c_int, mode_t) -> c_int,
         c"fchown" => hook_fchown as unsafe extern "C" fn(c_int, libc::uid_t, libc::gid_t) -> c_int,
