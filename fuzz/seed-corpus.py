@@ -4,6 +4,7 @@
 corpus/blob: every blob of every fixture keybox.
 corpus/scan: keyboxes made of a fixture's first blobs, and of its header
 with each single blob, up to 64 KiB each.
+corpus/keyboxd_db: the databases a real keyboxd made from the fixtures.
 """
 import glob
 import os
@@ -12,6 +13,10 @@ import struct
 here = os.path.dirname(os.path.abspath(__file__))
 os.makedirs(os.path.join(here, "corpus/blob"), exist_ok=True)
 os.makedirs(os.path.join(here, "corpus/scan"), exist_ok=True)
+os.makedirs(os.path.join(here, "corpus/keyboxd_db"), exist_ok=True)
+for path in glob.glob(os.path.join(here, "../tests/fixtures/keyboxd/*.db")):
+    name = os.path.basename(path)
+    open(os.path.join(here, f"corpus/keyboxd_db/{name}"), "wb").write(open(path, "rb").read())
 for path in glob.glob(os.path.join(here, "../tests/fixtures/*.kbx")):
     name = os.path.basename(path)
     data = open(path, "rb").read()

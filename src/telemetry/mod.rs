@@ -185,12 +185,12 @@ impl IoMetrics {
             &mut out,
             FILE_EVENTS,
             "counter",
-            "System calls kbxscope issued on keybox files (open, read, seek, close, stat).",
+            "System calls on keybox files and keyboxd's database (open, read, seek, close, stat; lock).",
         );
         for (size, s) in &by_size {
-            for op in FileOp::ALL {
-                let _ =
-                    writeln!(out, "{FILE_EVENTS}{{op=\"{}\",buffer_size=\"{size}\"}} {}", op.name(), s.events.get(op));
+            // kbxscope's five, and a database's locks when there were some.
+            for op in recorded_ops(s) {
+                let _ = writeln!(out, "{FILE_EVENTS}{{op=\"{}\",buffer_size=\"{size}\"}} {}", op.name(), s.count(op));
             }
         }
         for (labels, s) in &recorded {
@@ -202,9 +202,9 @@ impl IoMetrics {
         let les = le_labels(&DURATION_BOUNDS_NS, 1e9);
         for (size, s) in &by_size {
             let h = s.histograms.as_deref().cloned().unwrap_or_default();
-            for op in FileOp::ALL {
+            for op in recorded_ops(s) {
                 let labels = format!("op=\"{}\",buffer_size=\"{size}\"", op.name());
-                let sum = s.time_ns.get(op) as f64 / 1e9;
+                let sum = s.time(op) as f64 / 1e9;
                 write_histogram(&mut out, FILE_EVENT_DURATION, &labels, &les, &h.durations[op.index()], sum);
             }
         }

@@ -1,0 +1,38 @@
+//! keyboxd's database from arbitrary bytes: written to a temporary file
+//! (SQLite reads files), opened read-only through kbxscope's counting
+//! layer, and read by every workload a database serves: stats, dump, the
+//! listing (rows made into blobs), and keyboxd's replayed searches for
+//! validation and --check-sigs. None may panic, hang or write beside the
+//! file. Seed it with the fixtures' databases and `convert`'s output
+//! (fuzz/seed-corpus.py does).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+use kbxscope::io::{BufferSize, IoTally, Opener};
+use kbxscope::keyboxd::{self, Filter, Image};
+use kbxscope::lookup::Strategy;
+use kbxscope::openpgp::Mode;
+use kbxscope::workload;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let path = dir.path().join("pubring.db");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let tally = IoTally::new(BufferSize::default());
+    let Ok(db) = keyboxd::open(&path, &tally) else { return };
+    let _ = workload::keyboxd::stats(&db);
+    let _ = workload::keyboxd::dump(&db, |_| {}, |_| {});
+    if let Ok(image) = Image::read(&db, Filter::All) {
+        if let Ok(mut h) = image.opener().open() {
+            let _ = workload::list::run(&mut h, workload::TypeFilter::All, |_| {});
+        }
+    }
+    let _ = workload::validate::run_keyboxd(&db, Strategy::Gnupg, &Default::default(), 1_800_000_000, |_| {});
+    let _ = workload::sigs::run_keyboxd(&db, Mode::CheckSigs, Strategy::Gnupg, 1_800_000_000, |_| {});
+    drop(db);
+    let names: Vec<_> = std::fs::read_dir(dir.path()).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert_eq!(names.len(), 1, "something was written beside the database");
+});
