@@ -241,6 +241,17 @@ pub struct SweepArgs {
     /// run of the workload is the `model` column beside it.
     #[arg(long, value_name = "PROGRAM", conflicts_with_all = ["with_gpg", "with_gpgsm"])]
     pub program: Option<PathBuf>,
+    /// Keybox or keyboxd? Also run the workload on keyboxd's database of
+    /// the same keys (the keybox converted into a temporary file, removed
+    /// at the end), at each page-cache size of --cache-sizes, and show both:
+    /// two tables and a verdict, both in the exports and the plot.
+    #[arg(long, conflicts_with_all = ["with_gpg", "with_gpgsm", "program"])]
+    pub versus_keyboxd: bool,
+    /// SQLite page-cache sizes for the database (with --versus-keyboxd, or
+    /// when FILE is a database and --sizes is not given). Default:
+    /// 64k,256k,1M,2000k (SQLite's and keyboxd's),8M,32M.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::sweep::parse_size)]
+    pub cache_sizes: Vec<kbxscope::sweep::SweepSize>,
 }
 
 /// `--export-NAME FILE` for every export format ([`Format::ALL`]): the

@@ -76,6 +76,15 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         Store::Keybox { path, .. } => (path, false),
         Store::Keyboxd { path, .. } => (path, true),
     };
+    if keyboxd && a.versus_keyboxd {
+        anyhow::bail!(
+            "'{}' is keyboxd's database already: --versus-keyboxd compares a keybox with a database of its keys",
+            path.display()
+        );
+    }
+    // The database of the same keys, in a temporary file removed at the
+    // end (and if a signal ends the run).
+    let versus = if a.versus_keyboxd { Some(temporary_database(&path, &probe)?) } else { None };
     if keyboxd && (a.with_gpgsm.is_some() || a.with_gpg.is_some() || a.program.is_some()) {
         anyhow::bail!(
             "'{}' is keyboxd's database: --with-gpgsm, --with-gpg and --program run GnuPG on a keybox",
@@ -93,10 +102,11 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
+    let cache_sizes = if a.cache_sizes.is_empty() { sweep::default_cache_sizes() } else { a.cache_sizes.clone() };
     let sizes = match (a.sizes.is_empty(), keyboxd) {
         (false, _) => a.sizes.clone(),
         (true, false) => sweep::default_sizes(),
-        (true, true) => sweep::default_cache_sizes(),
+        (true, true) => cache_sizes.clone(),
     };
     let gnupg_trust = || a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
     let runner = |program: Program, option: &str, p: &Path| {
@@ -139,8 +149,28 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         result.program = Some(runner.describe());
         (result.runs, result.warmup) = (a.runs as usize, a.warmup as usize);
     }
+    if let Some(tmp) = &versus {
+        let plan = sweep::Plan { sizes: &cache_sizes, keyboxd: true, ..plan.clone() };
+        let bar = Bar::with_eta();
+        let db = sweep::run(tmp.path(), &plan, &mut |step| {
+            bar.update(&format!("keyboxd: {}", step_text(&cache_sizes, step)), step.done, step.total)
+        });
+        drop(bar);
+        let mut db = db.map_err(|e| sweep_error(&path, e))?;
+        db.keybox = format!("{} as keyboxd's database (kbxscope convert, a temporary copy)", path.display());
+        result.versus = Some(Box::new(db));
+    }
+    if let Some(tmp) = versus {
+        let at = tmp.path().to_path_buf();
+        super::interrupt::settle(&at, || drop(tmp));
+    }
     trust.warn_if_none();
-    let text = table(&result, a.wide);
+    let mut text = table(&result, a.wide);
+    if let Some(v) = &result.versus {
+        text += "\n";
+        text += &table(v, a.wide);
+        text += &verdict(&result, v);
+    }
     if stdout_taken {
         std::io::stderr().write_all(text.as_bytes())?;
     } else {
@@ -160,6 +190,53 @@ fn step_text(sizes: &[SweepSize], step: sweep::Step) -> String {
     let size = sizes[step.size].size;
     let what = if step.warmup { "warm-up" } else { "timed run" };
     format!("{size} ({}/{}): {what} {}/{}", step.size + 1, sizes.len(), step.run, step.of)
+}
+
+/// The keybox's keys as keyboxd's database, in a temporary file (removed
+/// when dropped, and if a signal ends the run): read through `tally` (a
+/// probe's, not a row's).
+fn temporary_database(path: &Path, tally: &kbxscope::io::IoTally) -> Result<tempfile::NamedTempFile> {
+    let mut f = kbxscope::io::KeyboxFile::open(path, tally)?;
+    let mut keybox = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut chunk).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        keybox.extend_from_slice(&chunk[..n]);
+    }
+    drop(f);
+    let db = kbxscope::keyboxd::write::database(&keybox, "2019-01-01 00:00:00")?;
+    let mut tmp = super::interrupt::create(
+        || tempfile::Builder::new().prefix("kbxscope-versus-").suffix(".db").tempfile(),
+        |t: &tempfile::NamedTempFile| t.path(),
+    )?;
+    tmp.write_all(&db.bytes)?;
+    tmp.flush()?;
+    Ok(tmp)
+}
+
+/// Keybox or keyboxd: the fastest row of each, side by side.
+fn verdict(keybox: &Sweep, db: &Sweep) -> String {
+    let fastest = |s: &Sweep| s.results.iter().min_by(|a, b| a.wall_s.mean.total_cmp(&b.wall_s.mean)).cloned();
+    let (Some(k), Some(d)) = (fastest(keybox), fastest(db)) else { return String::new() };
+    let row = |r: &kbxscope::sweep::SizeResult| {
+        format!("{} ({} file events, {:.3} s)", r.buffer(), thousands(r.total_events()), r.wall_s.mean)
+    };
+    let (faster, ratio) = if d.wall_s.mean <= k.wall_s.mean {
+        ("keyboxd", k.wall_s.mean / d.wall_s.mean.max(1e-9))
+    } else {
+        ("the keybox", d.wall_s.mean / k.wall_s.mean.max(1e-9))
+    };
+    format!(
+        "keybox or keyboxd? the keybox at its fastest, buffer {}\n\
+         keyboxd at its fastest, page cache {}\n\
+         {faster} is {ratio:.1}x faster for this workload on these keys (the stores' file\n\
+         I/O as GnuPG reads them; the round trips between gpg and keyboxd are not modelled).\n",
+        row(&k),
+        row(&d)
+    )
 }
 
 /// A failed sweep in words: the keybox, the buffer size and what went wrong.
@@ -416,6 +493,7 @@ mod tests {
             ],
             program: None,
             keyboxd: false,
+            versus: None,
         }
     }
 

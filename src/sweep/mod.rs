@@ -271,6 +271,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         results: out,
         program: None,
         keyboxd: plan.keyboxd,
+        versus: None,
     })
 }
 

@@ -246,11 +246,52 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
                 .or_else(|| ran(r).map(|p| (p.wall_s.mean, Some((p.wall_s.min, p.wall_s.max))))),
         ]
     });
+    let (mut events, mut times) = (events, times);
+    if let Some(v) = &sweep.versus {
+        // keyboxd's database beside the keybox: its page-cache sizes on the
+        // same axis, in green.
+        let line = |value: &dyn Fn(&SizeResult) -> f64, bars: bool| {
+            let mut points: Vec<(f64, f64)> = v
+                .results
+                .iter()
+                .filter(|r| r.buffer_size > 0 && value(r) > 0.0)
+                .map(|r| (r.buffer_size as f64 / 1024.0, value(r)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let bars = if bars {
+                v.results
+                    .iter()
+                    .filter(|r| r.buffer_size > 0 && r.wall_s.max > r.wall_s.min && r.wall_s.min > 0.0)
+                    .map(|r| (r.buffer_size as f64 / 1024.0, r.wall_s.min, r.wall_s.max))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Series {
+                name: "keyboxd's database (page cache)".into(),
+                ours: false,
+                color: RGBColor(44, 160, 44),
+                dashed: false,
+                points,
+                bars,
+            }
+        };
+        events.push(line(&|r| r.total_events() as f64, false));
+        times.push(line(&|r| r.wall_s.mean, true));
+        for s in events.iter_mut().chain(times.iter_mut()).filter(|s| s.ours) {
+            s.name = "keybox (read buffer)".into();
+        }
+    }
     if events.is_empty() {
         return Err(PlotError::NothingToPlot);
     }
-    let mut sizes: Vec<f64> =
-        results.iter().filter(|r| r.buffer_size > 0).map(|r| r.buffer_size as f64 / 1024.0).collect();
+    let versus_sizes = sweep.versus.iter().flat_map(|v| v.results.iter());
+    let mut sizes: Vec<f64> = results
+        .iter()
+        .chain(versus_sizes)
+        .filter(|r| r.buffer_size > 0)
+        .map(|r| r.buffer_size as f64 / 1024.0)
+        .collect();
     sizes.sort_by(f64::total_cmp);
     sizes.dedup();
     let skipped = results.iter().filter(|r| r.buffer_size == 0).count();
@@ -260,6 +301,9 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
     let mut heading = format!("{name}: {}", sweep.workload.command());
     if skipped > 0 {
         heading += &format!(" ({skipped} unbuffered size(s) not drawn)");
+    }
+    if sweep.versus.is_some() {
+        heading += ", and on keyboxd's database of the same keys";
     }
     let mut out = String::new();
     {
@@ -336,6 +380,7 @@ mod tests {
             results,
             program: None,
             keyboxd: false,
+            versus: None,
         }
     }
 

@@ -32,6 +32,10 @@ pub struct Sweep {
     /// The file is keyboxd's database: each size is SQLite's page cache.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub keyboxd: bool,
+    /// The same workload on keyboxd's database of the same keys (`sweep
+    /// --versus-keyboxd`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versus: Option<Box<Sweep>>,
 }
 
 /// Times of the timed runs (seconds), with their summary.

@@ -10,8 +10,22 @@ use crate::sweep::{SizeResult, Sweep};
 pub(super) struct Csv;
 
 impl Exporter for Csv {
+    /// With `--versus-keyboxd`, the database's rows follow the keybox's,
+    /// and a last column `store` (`keybox`, `keyboxd`) says which is which.
     fn render(&self, sweep: &Sweep) -> Vec<u8> {
-        csv(&sweep.results)
+        let Some(versus) = &sweep.versus else { return csv(&sweep.results) };
+        let mut out = String::new();
+        for (store, results, header) in [("keybox", &sweep.results, true), ("keyboxd", &versus.results, false)] {
+            let text = String::from_utf8(csv(results)).expect("CSV is UTF-8");
+            for (i, line) in text.lines().enumerate() {
+                match i {
+                    0 if header => out += &format!("{line},store\n"),
+                    0 => {}
+                    _ => out += &format!("{line},{store}\n"),
+                }
+            }
+        }
+        out.into_bytes()
     }
 }
 

@@ -10,8 +10,14 @@ use crate::sweep::{SizeResult, Sweep};
 pub(super) struct Markdown;
 
 impl Exporter for Markdown {
+    /// With `--versus-keyboxd`, a second table: the database's, by page-cache size.
     fn render(&self, sweep: &Sweep) -> Vec<u8> {
-        markdown(&sweep.results)
+        let mut out = markdown(&sweep.results);
+        if let Some(versus) = &sweep.versus {
+            out.extend_from_slice(b"\nkeyboxd's database of the same keys; buffer = SQLite's page cache:\n\n");
+            out.extend(markdown(&versus.results));
+        }
+        out
     }
 }
 

@@ -132,6 +132,7 @@ mod tests {
             results: fixed(),
             program: None,
             keyboxd: false,
+            versus: None,
         };
         let text = String::from_utf8(json(&sweep)).unwrap();
         insta::assert_snapshot!(text);
@@ -187,6 +188,7 @@ mod tests {
             results: rows,
             program: Some("gpgsm -k --with-validation --disable-dirmngr".into()),
             keyboxd: false,
+            versus: None,
         };
         let v: serde_json::Value = serde_json::from_slice(&json(&sweep)).unwrap();
         assert_eq!(v["program"], "gpgsm -k --with-validation --disable-dirmngr");
