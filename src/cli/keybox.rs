@@ -58,6 +58,23 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
     Ok((path.clone(), KeyboxFile::open(&path, tally)?))
 }
 
+/// Every byte of the keybox `file` (opened on `path`), through its
+/// buffer; the handle is closed after.
+///
+/// # Errors
+/// A failed `read(2)`.
+pub fn read_whole(path: &Path, mut file: KeyboxFile) -> Result<Vec<u8>> {
+    let mut keybox = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut chunk).map_err(|e| anyhow!("cannot read '{}': {e}", path.display()))?;
+        if n == 0 {
+            return Ok(keybox);
+        }
+        keybox.extend_from_slice(&chunk[..n]);
+    }
+}
+
 /// Generate with a progress bar on stderr.
 pub fn generate_with_progress(cfg: &GenConfig) -> Result<Generated> {
     let bar = Bar::new();

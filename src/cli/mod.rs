@@ -462,20 +462,11 @@ fn convert(a: &ConvertArgs, tally: &IoTally) -> Result<ExitCode> {
     if !a.force && a.out.exists() {
         anyhow::bail!("'{}' exists; not replacing it (use --force to replace it)", a.out.display());
     }
-    let (path, mut f) = match store::open(Some(&a.keybox), tally)? {
+    let (path, f) = match store::open(Some(&a.keybox), tally)? {
         Store::Keybox { path, file } => (path, file),
         Store::Keyboxd { path, .. } => anyhow::bail!("'{}' is keyboxd's database already", path.display()),
     };
-    let mut keybox = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut chunk).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        keybox.extend_from_slice(&chunk[..n]);
-    }
-    drop(f);
+    let keybox = keybox::read_whole(&path, *f)?;
     let created = kbxscope::kbx::parse_blob(&keybox[..keybox.len().min(32)])
         .ok()
         .and_then(|b| match b {

@@ -196,17 +196,7 @@ fn step_text(sizes: &[SweepSize], step: sweep::Step) -> String {
 /// when dropped, and if a signal ends the run): read through `tally` (a
 /// probe's, not a row's).
 fn temporary_database(path: &Path, tally: &kbxscope::io::IoTally) -> Result<tempfile::NamedTempFile> {
-    let mut f = kbxscope::io::KeyboxFile::open(path, tally)?;
-    let mut keybox = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut chunk).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        keybox.extend_from_slice(&chunk[..n]);
-    }
-    drop(f);
+    let keybox = keybox::read_whole(path, kbxscope::io::KeyboxFile::open(path, tally)?)?;
     let db = kbxscope::keyboxd::write::database(&keybox, "2019-01-01 00:00:00")?;
     let mut tmp = super::interrupt::create(
         || tempfile::Builder::new().prefix("kbxscope-versus-").suffix(".db").tempfile(),
