@@ -70,7 +70,9 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(&Some(p.clone()))?))).collect::<Result<Vec<_>>>()?;
     let plot_sink = open_sink(&a.plot)?;
     let stdout_taken = exports.iter().map(|(_, s)| s).chain([&plot_sink]).any(|s| matches!(s, Some(Sink::Stdout)));
-    let probe = IoTally::new(kbxscope::io::BufferSize::default());
+    // The look at the file is counted apart (not in any row, not in the
+    // metrics) and reported as the sweep's `probe_events`.
+    let probe = IoTally::with_observer(kbxscope::io::BufferSize::default(), None);
     // A database, or a home that uses keyboxd, sweeps SQLite's page cache.
     let (path, keyboxd) = match store::open(a.file.as_deref(), &probe)? {
         Store::Keybox { path, .. } => (path, false),
@@ -164,6 +166,8 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
         let at = tmp.path().to_path_buf();
         super::interrupt::settle(&at, || drop(tmp));
     }
+    let probed = probe.snapshot().events;
+    result.probe_events = (probed.total() > 0).then_some(probed);
     trust.warn_if_none();
     let mut text = table(&result, a.wide);
     if let Some(v) = &result.versus {
@@ -484,6 +488,7 @@ mod tests {
             program: None,
             keyboxd: false,
             versus: None,
+            probe_events: None,
         }
     }
 

@@ -272,6 +272,7 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         program: None,
         keyboxd: plan.keyboxd,
         versus: None,
+        probe_events: None,
     })
 }
 

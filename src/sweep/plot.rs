@@ -381,6 +381,7 @@ mod tests {
             program: None,
             keyboxd: false,
             versus: None,
+            probe_events: None,
         }
     }
 

@@ -36,6 +36,11 @@ pub struct Sweep {
     /// --versus-keyboxd`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub versus: Option<Box<Sweep>>,
+    /// The calls made on the file before the first size, to tell a keybox
+    /// from a database (open, `fstat`, the first read, close), counted
+    /// apart from every row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_events: Option<crate::events::PerOp>,
 }
 
 /// Times of the timed runs (seconds), with their summary.

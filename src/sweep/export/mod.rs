@@ -133,6 +133,7 @@ mod tests {
             program: None,
             keyboxd: false,
             versus: None,
+            probe_events: None,
         };
         let text = String::from_utf8(json(&sweep)).unwrap();
         insta::assert_snapshot!(text);
@@ -189,6 +190,7 @@ mod tests {
             program: Some("gpgsm -k --with-validation --disable-dirmngr".into()),
             keyboxd: false,
             versus: None,
+            probe_events: None,
         };
         let v: serde_json::Value = serde_json::from_slice(&json(&sweep)).unwrap();
         assert_eq!(v["program"], "gpgsm -k --with-validation --disable-dirmngr");
