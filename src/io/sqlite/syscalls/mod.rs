@@ -32,6 +32,12 @@ use libc::{mode_t, off_t, size_t, ssize_t};
 use rusqlite::ffi;
 
 use crate::events::{FileOp, IoStats};
+use writes::{
+    hook_fallocate, hook_fchmod, hook_fchown, hook_ftruncate, hook_mkdir, hook_pwrite, hook_rmdir, hook_unlink,
+    hook_write, refuse,
+};
+
+mod writes;
 
 /// The counters of one file, as SQLite named it.
 #[derive(Debug, Clone)]
@@ -217,35 +223,10 @@ fn counted<T: Copy>(
     r
 }
 
-/// The answer for an entry SQLite left empty (never installed: the table
-/// keeps empty entries empty).
-fn missing<T: From<i8>>() -> T {
-    set_errno(libc::ENOSYS);
-    T::from(-1)
-}
-
 /// Whether a database of kbxscope's is open on this thread (its calls are
 /// counted, and those that would write refused).
 fn armed() -> bool {
     SINK.try_with(|s| s.try_borrow().map_or(true, |s| s.is_some())).unwrap_or(false)
-}
-
-/// Refuse a call that would write: nothing reaches the kernel, errno is
-/// `EACCES`, and the sink remembers the first such call.
-fn refuse(what: &str, target: Target) -> c_int {
-    let _ = SINK.try_with(|s| {
-        let Ok(mut s) = s.try_borrow_mut() else { return };
-        let Some(sink) = s.as_mut() else { return };
-        if sink.refused.is_none() {
-            let name = match target {
-                Target::Fd(fd) => sink.name_of_fd(fd).map_or_else(|| format!("fd {fd}"), |n| n.to_string()),
-                Target::Path(p) | Target::Opened(p) => path_name(p).to_string(),
-            };
-            sink.refused = Some(format!("{what} {name}"));
-        }
-    });
-    set_errno(libc::EACCES);
-    -1
 }
 
 /// The C signatures of the entries the hooks wrap.
@@ -431,98 +412,6 @@ unsafe extern "C" fn hook_mmap(
         || unsafe { (originals().mmap)(addr, len, prot, flags, fd, at) },
         |r| Outcome::ok_if(r != libc::MAP_FAILED),
     )
-}
-
-unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if !armed() {
-        return match originals().write {
-            Some(f) => unsafe { f(fd, buf, n) },
-            None => missing(),
-        };
-    }
-    refuse("write", Target::Fd(fd)) as ssize_t
-}
-
-unsafe extern "C" fn hook_pwrite(fd: c_int, buf: *const c_void, n: size_t, at: off_t) -> ssize_t {
-    if !armed() {
-        return match originals().pwrite {
-            Some(f) => unsafe { f(fd, buf, n, at) },
-            None => missing(),
-        };
-    }
-    refuse("write", Target::Fd(fd)) as ssize_t
-}
-
-unsafe extern "C" fn hook_ftruncate(fd: c_int, len: off_t) -> c_int {
-    if !armed() {
-        return match originals().ftruncate {
-            Some(f) => unsafe { f(fd, len) },
-            None => missing(),
-        };
-    }
-    refuse("truncate", Target::Fd(fd))
-}
-
-unsafe extern "C" fn hook_fchmod(fd: c_int, mode: mode_t) -> c_int {
-    if !armed() {
-        return match originals().fchmod {
-            Some(f) => unsafe { f(fd, mode) },
-            None => missing(),
-        };
-    }
-    refuse("chmod", Target::Fd(fd))
-}
-
-unsafe extern "C" fn hook_fchown(fd: c_int, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
-    if !armed() {
-        return match originals().fchown {
-            Some(f) => unsafe { f(fd, uid, gid) },
-            None => missing(),
-        };
-    }
-    refuse("chown", Target::Fd(fd))
-}
-
-unsafe extern "C" fn hook_fallocate(fd: c_int, at: off_t, len: off_t) -> c_int {
-    if !armed() {
-        return match originals().fallocate {
-            Some(f) => unsafe { f(fd, at, len) },
-            None => missing(),
-        };
-    }
-    // posix_fallocate returns the error instead of setting errno.
-    refuse("allocate", Target::Fd(fd));
-    libc::EACCES
-}
-
-unsafe extern "C" fn hook_unlink(path: *const c_char) -> c_int {
-    if !armed() {
-        return match originals().unlink {
-            Some(f) => unsafe { f(path) },
-            None => missing(),
-        };
-    }
-    refuse("delete", Target::Path(path))
-}
-
-unsafe extern "C" fn hook_mkdir(path: *const c_char, mode: mode_t) -> c_int {
-    if !armed() {
-        return match originals().mkdir {
-            Some(f) => unsafe { f(path, mode) },
-            None => missing(),
-        };
-    }
-    refuse("mkdir", Target::Path(path))
-}
-
-unsafe extern "C" fn hook_rmdir(path: *const c_char) -> c_int {
-    if !armed() {
-        return match originals().rmdir {
-            Some(f) => unsafe { f(path) },
-            None => missing(),
-        };
-    }
-    refuse("rmdir", Target::Path(path))
 }
 
 /// Point SQLite's unix VFS at the hooks, once per process, before the
