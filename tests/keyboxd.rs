@@ -813,7 +813,57 @@ fn sweep_versus_keyboxd_shows_both_stores() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "the temporary database is removed");
 }
 
+/// GnuPG 2.4 with keyboxd, live, where a Debian 13 chroot is given in
+/// `KBXSCOPE_GNUPG24_CHROOT` (with `/proc` mounted; see
+/// `benches/keyboxd-gnupg24.sh`): on a fixture database and on the database
+/// `convert` makes of the same keys, the real gpg's `--check-sigs` statuses
+/// and gpgsm's verdicts equal kbxscope's, and the real gpg lists every key
+/// of the converted database. Optional in CI (the live tests): without
+/// the chroot it says SKIPPED and checks nothing.
+fn live_gnupg24_with_keyboxd() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
+        eprintln!("SKIPPED live_gnupg24_with_keyboxd: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return;
+    };
+    assert!(chroot.join("proc/self/stat").exists(), "{}/proc is not mounted", chroot.display());
+    let inner = format!("/tmp/kbxscope-live-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let g = |args: &[&str]| Command::new("chroot").arg(&chroot).args(args).output().unwrap();
+    let converted = tempfile::tempdir().unwrap();
+    let mixed_db = converted.path().join("mixed.db");
+    let o = run(["convert", fixture("gnupg-mixed.kbx").to_str().unwrap(), mixed_db.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (label, source) in [("keyboxd-made", db("gnupg-mixed")), ("converted", mixed_db)] {
+        let home = outer.join("home");
+        std::fs::create_dir_all(home.join("public-keys.d")).unwrap();
+        std::fs::copy(&source, home.join("public-keys.d/pubring.db")).unwrap();
+        std::fs::write(home.join("common.conf"), "use-keyboxd\n").unwrap();
+        std::fs::copy(fixture("gnupg-mixed.trustlist.txt"), home.join("trustlist.txt")).unwrap();
+        let h = format!("{inner}/home");
+        let cs = g(&["gpg", "--homedir", &h, "--batch", "--with-colons", "--check-sigs"]);
+        let k = g(&["gpg", "--homedir", &h, "--batch", "--with-colons", "-k"]);
+        let v = g(&["gpgsm", "--homedir", &h, "--batch", "-k", "--with-validation", "--disable-dirmngr"]);
+        g(&["gpgconf", "--homedir", &h, "--kill", "all"]);
+        let ours_db = home.join("public-keys.d/pubring.db");
+        let o = run(["list", "--check-sigs", "--json", ours_db.to_str().unwrap()]);
+        assert_eq!(
+            ours(&stdout(&o)),
+            gpg_colons(&String::from_utf8_lossy(&cs.stdout)),
+            "{label}: --check-sigs statuses"
+        );
+        let fprs: Vec<String> =
+            listed(&ours_db, "openpgp").iter().map(|k| k["fingerprint"].as_str().unwrap().to_string()).collect();
+        assert_eq!(fprs, primary_fprs(&String::from_utf8_lossy(&k.stdout), "pub"), "{label}: gpg -k");
+        let trust = home.join("trustlist.txt");
+        let o = run(["list", "--with-validation", "--trustlist", trust.to_str().unwrap(), ours_db.to_str().unwrap()]);
+        assert_eq!(gpgsm24_notes(&stdout(&o)), gpgsm24_notes(&String::from_utf8_lossy(&v.stdout)), "{label}: verdicts");
+        std::fs::remove_dir_all(&outer).unwrap();
+        eprintln!("live gpg/gpgsm 2.4 with keyboxd on the {label} database: statuses, listing and verdicts equal");
+    }
+}
+
 crate::tests![
+    live_gnupg24_with_keyboxd,
     sweep_versus_keyboxd_shows_both_stores,
     an_empty_database_lists_nothing,
     database_corruption_corpus,
