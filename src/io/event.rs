@@ -15,11 +15,13 @@ pub(crate) fn tracing_events() -> bool {
 
 /// A trace span for one system call (target `kbx::event`): `op`, the
 /// buffer size, the file `offset` it starts at (when known), for reads the
-/// `bytes` it returned, and the `error` of a call that failed.
-fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Span {
+/// `bytes` it returned, the `error` of a call that failed, and the `file`
+/// where a producer touches several (SQLite: recorded after the call).
+pub(super) fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Span {
     macro_rules! span {
         ($name:literal) => {
-            tracing::info_span!(target: "kbx::event", $name, op = %$name, buffer_size, offset, bytes = tracing::field::Empty, error = tracing::field::Empty)
+            tracing::info_span!(target: "kbx::event", $name, op = %$name, buffer_size, offset,
+                                bytes = tracing::field::Empty, error = tracing::field::Empty, file = tracing::field::Empty)
         };
     }
     match op {
@@ -28,7 +30,7 @@ fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> tracing::Spa
         FileOp::Seek => span!("seek"),
         FileOp::Close => span!("close"),
         FileOp::Stat => span!("stat"),
-        // Only recorded programs issue these; kbxscope's own I/O never does.
+        // Only other producers issue these (a recorded program, SQLite).
         FileOp::Write => span!("write"),
         FileOp::Mmap => span!("mmap"),
         FileOp::Dup => span!("dup"),

@@ -17,7 +17,6 @@
 //! keyboxd to finish its transaction, then fails with "database is locked").
 
 mod pending;
-mod span;
 mod syscalls;
 
 use std::marker::PhantomData;

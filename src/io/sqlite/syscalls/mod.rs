@@ -170,10 +170,12 @@ fn counted<T: Copy>(
     call: impl FnOnce() -> T,
     result: impl Fn(T) -> Outcome,
 ) -> T {
-    let Ok(Some(trace)) = SINK.try_with(|s| s.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.trace))) else {
+    let armed =
+        SINK.try_with(|s| s.try_borrow().ok().and_then(|s| s.as_ref().map(|s| (s.trace, s.template.buffer_size))));
+    let Ok(Some((trace, buffer_size))) = armed else {
         return call();
     };
-    let span = trace.then(|| super::span::event_span(op, offset));
+    let span = trace.then(|| crate::io::event::event_span(op, buffer_size, offset));
     let entered = span.as_ref().map(tracing::Span::enter);
     let start = quanta::Instant::now();
     let r = call();
@@ -195,7 +197,7 @@ fn counted<T: Copy>(
             }
         };
         if let Some(span) = &span {
-            span.record("file", name.as_ref());
+            span.record("file", tracing::field::display(name.as_ref()));
         }
         let stats = sink.stats_of(&name);
         stats.record(op, took);
