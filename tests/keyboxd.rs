@@ -862,7 +862,37 @@ fn live_gnupg24_with_keyboxd() {
     }
 }
 
+/// SQLite's calls in a trace: one `kbx::event` span each, named by its
+/// operation, with the file it touched; as many as the summary counts.
+fn database_calls_are_traced_per_file() {
+    let (dir, path) = db_copy("gnupg-mixed");
+    let trace = dir.path().join("t.json");
+    let o = run([
+        "--trace-out",
+        trace.to_str().unwrap(),
+        "--trace-level",
+        "event",
+        "--io-summary=json",
+        "list",
+        "--check-sigs",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let on_db = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "B" && e["name"] == name && e["args"]["file"] == path.to_str().unwrap())
+            .count() as u64
+    };
+    let summary = db_file_events(&io_summary(&o), &path);
+    for op in ["read", "lock", "stat", "open"] {
+        assert_eq!(on_db(op), summary[op].as_u64().unwrap(), "{op} spans on the database");
+    }
+}
+
 crate::tests![
+    database_calls_are_traced_per_file,
     live_gnupg24_with_keyboxd,
     sweep_versus_keyboxd_shows_both_stores,
     an_empty_database_lists_nothing,
