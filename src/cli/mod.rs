@@ -27,7 +27,7 @@ use args::{Cli, Command, FindArgs, KeyType, ListArgs, LookupArg, StatsArgs, Summ
 use kbxscope::io::sqlite::Database;
 use kbxscope::io::{IoTally, Opener};
 use kbxscope::kbx::search::Pattern;
-use kbxscope::keyboxd::Filter;
+use kbxscope::keyboxd::{Filter, Image};
 use kbxscope::lookup::Strategy;
 use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
 use store::{Places, Source, Store};
@@ -341,7 +341,7 @@ fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     let (outcome, map) = match &source {
         Source::Keybox(opener) => (workload::list::run(&mut *opener.open()?, filter, |l| printer.print(&l)), None),
         Source::Keyboxd(db) => {
-            let image = store::image(db, Filter::All)?;
+            let image = Image::read(db, Filter::All)?;
             (workload::list::run(&mut *image.opener().open()?, filter, |l| printer.print(&l)), Some(image.map))
         }
     };
@@ -386,7 +386,7 @@ fn find(a: &FindArgs, tally: &IoTally) -> Result<ExitCode> {
             (workload::find::run(&mut *opener.open()?, &patterns, a.all, |l| printer.print(&l)), None)
         }
         Source::Keyboxd(db) => {
-            let image = store::image(db, Filter::All)?;
+            let image = Image::read(db, Filter::All)?;
             let outcome = workload::find::run(&mut *image.opener().open()?, &patterns, a.all, |l| printer.print(&l));
             (outcome, Some(image.map))
         }

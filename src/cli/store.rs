@@ -11,7 +11,7 @@ use super::textfile::{is_file, read_text};
 use kbxscope::io::sqlite::Database;
 use kbxscope::io::{IoTally, KeyboxFile, OpenError, PathOpener};
 use kbxscope::kbx::blob::BLOB_PREFIX_LEN;
-use kbxscope::keyboxd::{self, Image, RowMap};
+use kbxscope::keyboxd::{self, RowMap};
 use kbxscope::workload::ScanError;
 
 /// An opened store.
@@ -145,14 +145,6 @@ impl Places<'_> {
             Places::Rows(map) => format!("{}: {}", map.row_name(e.index), e.what()),
         }
     }
-}
-
-/// A database read into an [`Image`] of `filter`'s rows.
-///
-/// # Errors
-/// SQLite's error.
-pub fn image(db: &Database, filter: keyboxd::Filter) -> Result<Image> {
-    Ok(Image::read(db, filter)?)
 }
 
 #[cfg(test)]

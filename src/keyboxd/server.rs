@@ -26,11 +26,8 @@
 //!   fetch of a large keyblob costs its `pread`s again. The cache in front
 //!   of the database (`backend-cache.c`) is filled but never asked in 2.4:
 //!   it saves nothing, and is not modelled.
-//!
-//! Requests are counted ([`Requests`]) to compare with what keyboxd read
-//! from its clients.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 
 use super::image::{blob_of, RowProblem};
 use super::rows::{ubid_hex, PubkeyRow};
@@ -131,15 +128,6 @@ impl Search {
     }
 }
 
-/// The requests a run sent, as keyboxd would count them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Requests {
-    /// `SEARCH` requests.
-    pub search: u64,
-    /// `NEXT` requests.
-    pub next: u64,
-}
-
 /// One row keyboxd hands back: the row and the keybox blob GnuPG's
 /// writer makes for it.
 #[derive(Debug, Clone)]
@@ -169,16 +157,12 @@ pub struct Server<'db> {
     db: &'db Database,
     client: Client,
     sessions: RefCell<Vec<SessionState<'db>>>,
-    requests: Cell<Requests>,
     problems: RefCell<Vec<RowProblem>>,
 }
 
 impl std::fmt::Debug for Server<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("client", &self.client)
-            .field("requests", &self.requests.get())
-            .finish_non_exhaustive()
+        f.debug_struct("Server").field("client", &self.client).finish_non_exhaustive()
     }
 }
 
@@ -217,7 +201,7 @@ impl<'db> Server<'db> {
             let mut stmt = db.prepare_pending(sql)?;
             while stmt.step()? {}
         }
-        Ok(Self { db, client, sessions: RefCell::default(), requests: Cell::default(), problems: RefCell::default() })
+        Ok(Self { db, client, sessions: RefCell::default(), problems: RefCell::default() })
     }
 
     /// A new client connection.
@@ -225,11 +209,6 @@ impl<'db> Server<'db> {
         let mut s = self.sessions.borrow_mut();
         s.push(SessionState::default());
         Session(s.len() - 1)
-    }
-
-    /// The requests so far.
-    pub fn requests(&self) -> Requests {
-        self.requests.get()
     }
 
     /// Rows whose keyblob could not be made into a blob (passed over).
@@ -242,9 +221,6 @@ impl<'db> Server<'db> {
     /// # Errors
     /// SQLite's error.
     pub fn search(&self, session: Session, what: &Search) -> Result<Option<Found>, DbError> {
-        let mut r = self.requests.get();
-        r.search += 1;
-        self.requests.set(r);
         let mut sessions = self.sessions.borrow_mut();
         let s = &mut sessions[session.0];
         s.last_ubid = None;
@@ -270,9 +246,6 @@ impl<'db> Server<'db> {
     /// # Errors
     /// SQLite's error.
     pub fn next(&self, session: Session) -> Result<Option<Found>, DbError> {
-        let mut r = self.requests.get();
-        r.next += 1;
-        self.requests.set(r);
         let mut sessions = self.sessions.borrow_mut();
         self.step(&mut sessions[session.0])
     }

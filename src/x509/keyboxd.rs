@@ -15,7 +15,7 @@
 //!   element.
 
 use super::certinfo::{Cert, Memo};
-use super::lookup::{best, ski_matches, IssuerLookup};
+use super::lookup::{subject_keyid, IssuerLookup};
 use crate::kbx::{parse_blob, Blob};
 use crate::keyboxd::server::{Found, Search, Server, Session};
 use crate::lookup::{LookupError, Sought};
@@ -89,16 +89,14 @@ impl IssuerLookup for Keyboxd<'_, '_> {
         keyid: &[u8],
         at: i64,
     ) -> Result<Option<Cert>, LookupError> {
-        for ephemeral in [false, true] {
-            let mut candidates = self.all(&Search::Subject(subject.to_vec()), ephemeral)?;
-            candidates.retain(|c| ski_matches(memo, c, keyid));
-            match best(memo, candidates, at) {
-                Some((chosen, false)) => return Ok(Some(chosen)),
-                Some((chosen, true)) => return self.first_in(&[false, true], &Search::Fpr(chosen.fpr.to_vec())),
-                None => {}
-            }
-        }
-        Ok(None)
+        subject_keyid(
+            self,
+            memo,
+            keyid,
+            at,
+            |s, ephemeral| s.all(&Search::Subject(subject.to_vec()), ephemeral),
+            |s, chosen| s.first_in(&[false, true], &Search::Fpr(chosen.fpr.to_vec())),
+        )
     }
 
     fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError> {

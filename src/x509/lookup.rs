@@ -115,7 +115,7 @@ fn scan_x509<F: Read + Seek>(
 /// (the first of equals); if that one has expired at `at`, the newest
 /// non-expired one instead. Returns the choice and whether it is not the
 /// plain newest (gpgsm then has to search for it again by fingerprint).
-pub(super) fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)> {
+fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)> {
     let mut newest: Option<(i64, i64, Cert)> = None;
     let mut newest_valid: Option<(i64, Cert)> = None;
     for c in candidates {
@@ -133,6 +133,31 @@ pub(super) fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(C
         Some((_, valid)) if na < at && valid.fpr != found.fpr => Some((valid, true)),
         _ => Some((found, false)),
     }
+}
+
+/// gpgsm's lookup by subject and key id, over a strategy's two searches:
+/// `all` every certificate of the subject (normal mode, then ephemeral
+/// mode), of which the best with the key id is taken; gpgsm keeps its
+/// search at the newest candidate and searches again (`by_fpr`) only to
+/// replace an expired newest one with a valid older one.
+pub(super) fn subject_keyid<L>(
+    lookup: &mut L,
+    memo: &mut Memo,
+    keyid: &[u8],
+    at: i64,
+    mut all: impl FnMut(&mut L, bool) -> Result<Vec<Cert>, LookupError>,
+    mut by_fpr: impl FnMut(&mut L, &Cert) -> Result<Option<Cert>, LookupError>,
+) -> Result<Option<Cert>, LookupError> {
+    for ephemeral in [false, true] {
+        let mut candidates = all(lookup, ephemeral)?;
+        candidates.retain(|c| ski_matches(memo, c, keyid));
+        match best(memo, candidates, at) {
+            Some((chosen, false)) => return Ok(Some(chosen)),
+            Some((chosen, true)) => return by_fpr(lookup, &chosen),
+            None => {}
+        }
+    }
+    Ok(None)
 }
 
 /// Among key-id candidates: the best non-ephemeral one, else the best
@@ -153,7 +178,7 @@ fn is_subject(b: &KeyBlob<'_>, subject: &[u8]) -> bool {
     b.x509_subject() == Some(subject)
 }
 
-pub(super) fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
+fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
     memo.info(c).is_ok_and(|i| i.ski.as_deref() == Some(keyid))
 }
 
@@ -230,30 +255,28 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
         keyid: &[u8],
         at: i64,
     ) -> Result<Option<Cert>, LookupError> {
-        for ephemeral in [false, true] {
-            // gpgsm loops over every certificate with this subject until EOF ...
-            let mut candidates = Vec::new();
-            let mut image = std::mem::take(&mut self.image);
-            let r = self.rewound()?;
-            let res = scan_x509(r, &mut image, ephemeral, |b, off| {
-                if is_subject(b, subject) {
-                    candidates.extend(Cert::from_blob(b, off));
-                }
-                Step::Next
-            });
-            self.image = image;
-            res?;
-            candidates.retain(|c| ski_matches(memo, c, keyid));
-            match best(memo, candidates, at) {
-                // gpgsm keeps the handle's state at the newest candidate ...
-                Some((chosen, false)) => return Ok(Some(chosen)),
-                // ... and searches again by fingerprint only to replace an
-                // expired newest one with a valid older one.
-                Some((chosen, true)) => return self.first(|b| b.key(0).fingerprint == chosen.fpr),
-                None => {}
-            }
-        }
-        Ok(None)
+        subject_keyid(
+            self,
+            memo,
+            keyid,
+            at,
+            |s, ephemeral| {
+                // gpgsm loops over every certificate with this subject until EOF
+                let mut candidates = Vec::new();
+                let mut image = std::mem::take(&mut s.image);
+                let r = s.rewound()?;
+                let res = scan_x509(r, &mut image, ephemeral, |b, off| {
+                    if is_subject(b, subject) {
+                        candidates.extend(Cert::from_blob(b, off));
+                    }
+                    Step::Next
+                });
+                s.image = image;
+                res?;
+                Ok(candidates)
+            },
+            |s, chosen| s.first(|b| b.key(0).fingerprint == chosen.fpr),
+        )
     }
 
     fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError> {

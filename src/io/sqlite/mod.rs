@@ -219,13 +219,6 @@ impl Database {
         self.error(e)
     }
 
-    /// The per-file counters so far (the connection still open).
-    pub fn files(&self) -> Vec<FileStats> {
-        self.armed.as_ref().map_or_else(Vec::new, |a| {
-            a.with(|s| s.files.iter().map(|(n, st)| FileStats { path: n.to_string(), stats: st.clone() }).collect())
-        })
-    }
-
     /// Close the connection (its `close`s counted) and add every event to
     /// the tally, per file and in total.
     fn finish(&mut self) {
