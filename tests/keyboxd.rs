@@ -817,8 +817,9 @@ fn sweep_versus_keyboxd_shows_both_stores() {
 /// `KBXSCOPE_GNUPG24_CHROOT` (with `/proc` mounted; see
 /// `benches/keyboxd-gnupg24.sh`): on a fixture database and on the database
 /// `convert` makes of the same keys, the real gpg's `--check-sigs` statuses
-/// and gpgsm's verdicts equal kbxscope's, and the real gpg lists every key
-/// of the converted database. Optional in CI (the live tests): without
+/// and gpgsm's verdicts equal kbxscope's, the real gpg lists every key of
+/// the converted database, and kbxscope reads a database the running
+/// keyboxd holds open without changing a byte of it. Optional in CI (the live tests): without
 /// the chroot it says SKIPPED and checks nothing.
 fn live_gnupg24_with_keyboxd() {
     let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
@@ -843,8 +844,17 @@ fn live_gnupg24_with_keyboxd() {
         let cs = g(&["gpg", "--homedir", &h, "--batch", "--with-colons", "--check-sigs"]);
         let k = g(&["gpg", "--homedir", &h, "--batch", "--with-colons", "-k"]);
         let v = g(&["gpgsm", "--homedir", &h, "--batch", "-k", "--with-validation", "--disable-dirmngr"]);
-        g(&["gpgconf", "--homedir", &h, "--kill", "all"]);
         let ours_db = home.join("public-keys.d/pubring.db");
+        // keyboxd is still running and holds the database open: kbxscope
+        // reads it beside keyboxd and changes nothing.
+        let keys = home.join("public-keys.d");
+        let before = snapshot(&keys);
+        let o = run(["list", "--check-sigs", ours_db.to_str().unwrap()]);
+        assert!(o.status.success(), "{label}: beside a running keyboxd: {}", stderr(&o));
+        assert_eq!(snapshot(&keys), before, "{label}: public-keys.d changed while keyboxd held it");
+        let again = g(&["gpg", "--homedir", &h, "--batch", "--with-colons", "-k"]);
+        assert_eq!(again.stdout, k.stdout, "{label}: keyboxd serves the same keys after kbxscope's read");
+        g(&["gpgconf", "--homedir", &h, "--kill", "all"]);
         let o = run(["list", "--check-sigs", "--json", ours_db.to_str().unwrap()]);
         assert_eq!(
             ours(&stdout(&o)),
