@@ -12,9 +12,11 @@
 #    --lookup gnupg` on it, round robin, RUNS rounds, each variant reading
 #    a fresh copy made just before it, and print the user-CPU ratio.
 #
-# Usage: benches/gnupg-made-keybox.sh [OUT] [RUNS]
+# Usage: [GEN_ARGS="--pki mixed --seed 7"] benches/gnupg-made-keybox.sh [OUT] [RUNS]
 #   OUT: where to keep the GnuPG-made keybox (reused if it exists; its
 #        trustlist is OUT.trustlist.txt). Default: a temporary file.
+#   GEN_ARGS: options for `kbxscope gen` (another PKI, another seed) when
+#        the keybox is made; ORDER=openpgp-first imports the keys first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -25,7 +27,8 @@ out=${1:-$work/gnupg-made.kbx}
 runs=${2:-3}
 
 if [ ! -f "$out" ]; then
-  $K gen "$work/seed.kbx" >/dev/null 2>&1
+  # shellcheck disable=SC2086 # GEN_ARGS is a list of options
+  $K gen ${GEN_ARGS:-} "$work/seed.kbx" >/dev/null 2>&1
   python3 - "$work/seed.kbx" "$work/keys.pgp" "$work/certs.pem" <<'PY'
 import base64, struct, sys
 kbx, keys_out, certs_out = sys.argv[1:]
@@ -68,12 +71,19 @@ with open(keys_out, "wb") as keys, open(certs_out, "w") as certs:
         at += length
 PY
   mkdir -m 700 "$work/import"
-  # GnuPG 2.2 copies the whole keybox for every blob it inserts: the
-  # certificates go in first, while the file is small (the other way
-  # round, gpgsm's 803 inserts into a 42 MiB file take over half an hour).
-  echo "importing with gpgsm and $(gpg --version | head -1) (10-15 minutes)…" >&2
-  gpgsm --homedir "$work/import" --batch --quiet --disable-dirmngr --import "$work/certs.pem" 2>"$work/gpgsm-import.log" || true
-  gpg --homedir "$work/import" --batch --quiet --import "$work/keys.pgp" 2>"$work/gpg-import.log" || true
+  # GnuPG 2.2 copies the whole keybox for every blob it inserts. On an
+  # idle machine either order takes 3-5 minutes; on a loaded one the
+  # certificates' inserts into a 42 MiB file took over half an hour.
+  echo "importing with gpgsm and $(gpg --version | head -1) (3-15 minutes)…" >&2
+  # ORDER=openpgp-first puts the certificates after the keys, where every
+  # issuer search has to read past all of them (4 times the reads).
+  if [ "${ORDER:-}" = openpgp-first ]; then
+    gpg --homedir "$work/import" --batch --quiet --import "$work/keys.pgp" 2>"$work/gpg-import.log" || true
+    gpgsm --homedir "$work/import" --batch --quiet --disable-dirmngr --import "$work/certs.pem" 2>"$work/gpgsm-import.log" || true
+  else
+    gpgsm --homedir "$work/import" --batch --quiet --disable-dirmngr --import "$work/certs.pem" 2>"$work/gpgsm-import.log" || true
+    gpg --homedir "$work/import" --batch --quiet --import "$work/keys.pgp" 2>"$work/gpg-import.log" || true
+  fi
   gpgconf --homedir "$work/import" --kill all
   cp "$work/import/pubring.kbx" "$out"
   cp "$work/seed.kbx.trustlist.txt" "$out.trustlist.txt"

@@ -258,6 +258,42 @@ fn certifications(blob: &[u8], packets: &[(u8, usize, usize)]) -> Vec<(usize, us
         .collect()
 }
 
+/// `--io-summary` counts what a `--check-sigs` verified and what it took
+/// from GnuPG's signature cache: together the signatures gpg marks
+/// checked (`!` or `-`), and the cached ones are those whose ring-trust
+/// packet (read here from the file's bytes) says gpg checked them.
+fn summary_counts_verified_and_cached_signatures() {
+    let kbx = fixture("gnupg-mixed.kbx");
+    let home = gnupg_home(&kbx, false);
+    let checked: usize = gpg_colons(&gpg_colon_listing(home.path(), "--check-sigs"))
+        .iter()
+        .flat_map(|k| &k.1)
+        .filter(|s| s.0 == "!" || s.0 == "-")
+        .count();
+    let mut cache_marked = 0;
+    for blob in split_blobs(&std::fs::read(&kbx).unwrap()).iter().filter(|b| b[4] == 2) {
+        let data_off = u32::from_be_bytes(blob[8..12].try_into().unwrap()) as usize;
+        let data_len = u32::from_be_bytes(blob[12..16].try_into().unwrap()) as usize;
+        let packets = split_packets(&blob[data_off..data_off + data_len]).unwrap();
+        for pair in packets.windows(2) {
+            let (sig, trust) = (&pair[0], &pair[1]);
+            if sig.tag == tag::SIGNATURE && trust.tag == tag::TRUST && trust.body.len() >= 2 && trust.body[1] & 1 != 0 {
+                cache_marked += 1;
+            }
+        }
+    }
+    for lookup in ["gnupg", "index"] {
+        let o = run(["--io-summary=json", "list", "--check-sigs", "--lookup", lookup, kbx.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s = &io_summary(&o)["signatures"];
+        let verified: u64 = s["verified"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+        let cached = s["cached"].as_u64().unwrap();
+        assert!(cached > 0 && verified > 0, "{s}");
+        assert_eq!(cached as usize, cache_marked, "--lookup {lookup}: {s}");
+        assert_eq!((verified + cached) as usize, checked, "--lookup {lookup}: {s}");
+    }
+}
+
 fn bad_input_gets_gpgs_status() {
     let blobs = split_blobs(&std::fs::read(fixture("gnupg-mixed.kbx")).unwrap());
     let header = &blobs[0];
@@ -602,6 +638,7 @@ crate::tests![
     io_summary_equals_strace_for_the_sig_workloads needs ["strace"],
     index_reads_the_file_once,
     bad_input_gets_gpgs_status needs ["gpg"],
+    summary_counts_verified_and_cached_signatures needs ["gpg"],
     a_truncated_keyblock_is_a_one_line_error,
     recorded_gpg_statuses_for_every_algorithm,
     sigs_equal_live_gpg_on_keys_of_every_curve needs ["gpg", "strace"],

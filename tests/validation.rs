@@ -1,7 +1,7 @@
 //! `list --with-validation`: verdicts against gpgsm, strategies against
 //! each other, and file events against gpgsm's under strace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{
@@ -174,33 +174,45 @@ fn gpgsm_reads(home: &Path) -> u64 {
     text.lines().filter(|l| l.contains("/pubring.kbx>")).count() as u64
 }
 
-fn gnupg_lookup_matches_live_gpgsm() {
-    let dir = tempfile::tempdir().unwrap();
-    let kbx = dir.path().join("small.kbx");
-    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "small"]);
+/// `gen` with `args` into `dir`, a GnuPG home holding the keybox and its
+/// trustlist, and the checks every generated PKI must pass: every lookup's
+/// verdicts equal live gpgsm's (`certs` of them), and the `gnupg` lookup's
+/// reads at GnuPG 2.2's fixed 8 KiB are within 5% of gpgsm's. Returns the
+/// keybox, its trustlist and the home.
+fn generated_matches_live_gpgsm(dir: &Path, args: &[&str], certs: usize) -> (PathBuf, PathBuf, PathBuf) {
+    let kbx = dir.join("gen.kbx");
+    let mut gen = vec!["gen", kbx.to_str().unwrap()];
+    gen.extend(args);
+    let o = run(gen);
     assert!(o.status.success(), "{}", stderr(&o));
-    let trust = dir.path().join("small.kbx.trustlist.txt");
-    let home = dir.path().join("home");
+    let trust = dir.join("gen.kbx.trustlist.txt");
+    let home = dir.join("home");
     std::fs::create_dir(&home).unwrap();
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     std::fs::copy(&trust, home.join("trustlist.txt")).unwrap();
     // verdicts, certificate by certificate
     let theirs = live_verdicts(&home);
-    assert_eq!(theirs.len(), 100);
+    assert_eq!(theirs.len(), certs);
     for lookup in ["gnupg", "scan", "index"] {
         let mut ours = our_verdicts(&kbx, &trust, lookup, &[]);
         ours.sort();
-        assert_eq!(ours, theirs, "--lookup {lookup}");
+        assert_eq!(ours, theirs, "{args:?} --lookup {lookup}");
     }
     // read(2) calls at GnuPG 2.2's fixed 8 KiB: within 5%
     std::fs::copy(&kbx, home.join("pubring.kbx")).unwrap();
     let theirs = gpgsm_reads(&home) as f64;
     let ours = reads_at_8k(&kbx, &trust);
     eprintln!(
-        "reads at 8 KiB: gpgsm {theirs}, kbxscope --lookup gnupg {ours} ({:+.2}%)",
+        "{args:?}: reads at 8 KiB: gpgsm {theirs}, kbxscope --lookup gnupg {ours} ({:+.2}%)",
         (ours / theirs - 1.0) * 100.0
     );
-    assert!((ours / theirs - 1.0).abs() <= 0.05, "gpgsm {theirs} reads, kbxscope {ours}");
+    assert!((ours / theirs - 1.0).abs() <= 0.05, "{args:?}: gpgsm {theirs} reads, kbxscope {ours}");
+    (kbx, trust, home)
+}
+
+fn gnupg_lookup_matches_live_gpgsm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kbx, _trust, home) = generated_matches_live_gpgsm(dir.path(), &["--preset", "small"], 100);
 
     // Without a trustlist nothing is trusted, yet gpgsm still clears the
     // ephemeral flags of every chain that reached a root: verdicts and
@@ -337,6 +349,15 @@ fn odd_roots_and_bad_signatures_match_live_gpgsm() {
     assert_eq!(gpgsm_text_notes(&stdout(&o)), gpgsm_text_notes(&listing));
 }
 
+/// `gen --pki mixed` (RSA-heavy issuers, half the end entities naming
+/// their issuer by key id alone): every lookup's verdicts equal live
+/// gpgsm's, and its reads are within 5% of gpgsm's.
+fn mixed_pki_matches_live_gpgsm() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--preset", "tiny", "--x509", "60", "--pki", "mixed", "--seed", "3"];
+    generated_matches_live_gpgsm(dir.path(), &args, 60);
+}
+
 crate::tests![
     fixture_verdicts_equal_recorded_gpgsm,
     fixtures_match_live_gpgsm needs ["gpgsm", "strace"],
@@ -344,5 +365,6 @@ crate::tests![
     without_a_trustlist_nothing_is_trusted,
     index_reads_the_file_once,
     gnupg_lookup_matches_live_gpgsm needs ["gpgsm", "strace"],
+    mixed_pki_matches_live_gpgsm needs ["gpgsm", "strace"],
     odd_roots_and_bad_signatures_match_live_gpgsm needs ["gpgsm"],
 ];

@@ -491,6 +491,12 @@ pub struct GenArgs {
     /// Seed of the random stream (same version + options + seed = same bytes).
     #[arg(long, value_name = "N", value_parser = count)]
     pub seed: Option<u64>,
+    /// The certificates' keys: seed = the built-in keybox's (mostly EC
+    /// issuers, 75% P-256 end entities); mixed = RSA-heavy issuers
+    /// (RSA-4096/2048 and EC roots), 55% P-256 end entities, half of them
+    /// naming their issuer by key id alone.
+    #[arg(long, value_enum, default_value_t = PkiArg::Seed)]
+    pub pki: PkiArg,
     /// Replace OUT (and its trustlist) if they exist.
     #[arg(long)]
     pub force: bool,
@@ -523,6 +529,15 @@ pub enum PresetArg {
     Small,
     /// A few dozen blobs.
     Tiny,
+}
+
+/// `--pki` of `gen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PkiArg {
+    /// The built-in keybox's certificates.
+    Seed,
+    /// RSA-heavy issuers, 55% P-256 end entities.
+    Mixed,
 }
 
 /// A file size: bytes, or a number with a unit (k, kb, KiB, M, …: powers of

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::{ConvertArgs, GenArgs, PresetArg};
+use super::args::{ConvertArgs, GenArgs, PkiArg, PresetArg};
 use super::keybox;
 use super::output;
 use super::store::{self, Store};
-use kbxscope::generate::{GenConfig, Preset};
+use kbxscope::generate::{GenConfig, Pki, Preset};
 use kbxscope::io::IoTally;
 
 /// `gen`.
@@ -26,6 +26,10 @@ pub(super) fn gen(a: &GenArgs) -> Result<ExitCode> {
         x509: a.x509.unwrap_or(base.x509),
         target_size: a.size.unwrap_or(base.target_size),
         seed: a.seed.unwrap_or(base.seed),
+        pki: match a.pki {
+            PkiArg::Seed => Pki::Seed,
+            PkiArg::Mixed => Pki::Mixed,
+        },
     };
     for p in [a.out.clone(), keybox::trustlist_path(&a.out)] {
         if !a.force && p.exists() {

@@ -50,6 +50,10 @@ impl std::error::Error for Reported {}
 /// # Errors
 /// Whatever stopped the command; main prints it and exits 1.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    // Each file event is timed only when something shows the times.
+    let metrics = cli.metrics_listen.is_some() || cli.metrics_out.is_some() || cli.metrics_push.is_some();
+    let shows_time = cli.io_summary.is_some() || metrics || cli.trace_out.is_some();
+    kbxscope::io::time_events(shows_time || matches!(cli.command, Command::Sweep(_) | Command::Record(_)));
     let telemetry = telemetry::Telemetry::install(telemetry::TelemetryOptions {
         listen: cli.metrics_listen,
         linger: cli.linger,
@@ -103,6 +107,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 /// events per file (`path` beside the same keys as the totals).
 fn summary_json(stats: &kbxscope::events::IoStats, files: &[kbxscope::io::sqlite::FileStats]) -> Result<String> {
     let mut v = serde_json::to_value(stats)?;
+    let verified = kbxscope::crypto::tally::verified();
+    let cached = kbxscope::crypto::tally::cached();
+    if !verified.is_empty() || cached > 0 {
+        let each: serde_json::Map<String, serde_json::Value> =
+            verified.iter().map(|(c, n)| (c.name().to_string(), serde_json::Value::from(*n))).collect();
+        v["signatures"] = serde_json::json!({ "verified": each, "cached": cached });
+    }
     if !files.is_empty() {
         let per_file = files
             .iter()

@@ -2,14 +2,15 @@
 //! protocol's parsing: hashes ([`enum@Hash`]), RSA (aws-lc-rs's PKCS#1 v1.5
 //! parameters for the fast path, PSS), ECDSA on every curve gpgsm and gpg
 //! verify (brainpoolP512r1 defined in-tree, [`bp512`]) and Ed448 over any
-//! hash. No I/O, nothing of ours below it: `x509` and `openpgp` call in,
-//! never each other.
+//! hash; and the [`tally`] of what was verified. No I/O, nothing of ours
+//! below it: `x509` and `openpgp` call in, never each other.
 
 pub mod bp512;
 mod ecdsa;
 mod eddsa;
 mod hash;
 mod rsa;
+pub mod tally;
 
 pub use ecdsa::{fit_left, verify_ecdsa};
 pub use eddsa::verify_ed448;

@@ -54,10 +54,10 @@ use rand_chacha::ChaCha20Rng;
 use crate::kbx::encode::{encode_header, HeaderSpec};
 pub use blobs::cert_blob;
 use blobs::key_blob;
-pub use config::{GenConfig, Preset};
+pub use config::{GenConfig, Pki, Preset};
 use keyring::{add_photos, make_keys};
 use layout::{lay_out, Entry};
-use pki::{PkiPlan, KEYID_ONLY_SHARE};
+use pki::PkiPlan;
 pub use summary::Summary;
 use summary::{summarize, trustlist};
 use x509::IssuedCert;
@@ -114,7 +114,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
 /// A [`GenError`] if a key or certificate cannot be made (not expected).
 pub fn generate(cfg: &GenConfig, progress: Progress<'_>) -> Result<Generated, GenError> {
     let mut rng = ChaCha20Rng::seed_from_u64(cfg.seed);
-    let plan = pki::plan(cfg.x509, KEYID_ONLY_SHARE, &mut rng);
+    let plan = pki::plan(cfg.x509, cfg.pki, &mut rng);
     let certs = issue_all(&plan, &mut rng, progress)?;
     let (mut keys, certifications) = make_keys(cfg.openpgp, cfg.seed, &mut rng, progress)?;
     let layout = lay_out(&plan, keys.len(), &mut rng);
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn reaches_the_target_size() {
-        let cfg = GenConfig { openpgp: 10, x509: 4, target_size: 600_000, seed: 5 };
+        let cfg = GenConfig { openpgp: 10, x509: 4, target_size: 600_000, seed: 5, pki: Pki::Seed };
         let g = generate(&cfg, &mut |_, _, _| {}).unwrap();
         let size = g.keybox.len() as f64;
         assert!((size - 600_000.0).abs() / 600_000.0 < 0.02, "size {size}");

@@ -40,6 +40,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rcgen::DnType;
 
+use super::config::Pki;
 use super::names::{person, ORGS};
 use super::signer::KeyKind;
 use super::x509::{chance, AkiStyle, CertSpec, MailIn};
@@ -123,9 +124,9 @@ fn ca_spec(
     }
 }
 
-/// Plan `n` emitted certificates, with `keyid_share` of the end entities
-/// using key-id-only authorityKeyIdentifiers.
-pub(super) fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
+/// Plan `n` emitted certificates with the keys and identifier forms of `pki`.
+pub(super) fn plan(n: usize, pki: Pki, rng: &mut impl Rng) -> PkiPlan {
+    let keyid_share = pki.keyid_only_share();
     let mut p = PkiPlan::default();
     if n == 0 {
         return p;
@@ -140,8 +141,6 @@ pub(super) fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
     let leaves = n.saturating_sub(cas);
     let missing = if n >= 10 { (n / 60).max(1) } else { 0 };
     let expired = if n >= 10 { (n / 100).max(1) } else { 0 };
-    let root_keys = [KeyKind::Rsa(4), KeyKind::P384, KeyKind::Rsa(2), KeyKind::P384, KeyKind::Rsa(3), KeyKind::P384];
-    let int_keys = [KeyKind::P256, KeyKind::P384, KeyKind::Rsa(0), KeyKind::P256, KeyKind::Rsa(1), KeyKind::P384];
     let mut issuers = Vec::new(); // (index, weight) of CAs that issue end entities
     for r in 0..roots.min(n) {
         let (org, cc) = ORGS[r % ORGS.len()];
@@ -150,7 +149,7 @@ pub(super) fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
             cc,
             format!("{org} Root CA {}", r + 1),
             Some(format!("{org} Root")),
-            root_keys[r % 6],
+            pki.root_key(r),
             (0, 30),
             None,
         );
@@ -159,7 +158,7 @@ pub(super) fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
         issuers.push((root, 1));
         for i in 0..per_root {
             let cn = format!("{org} Issuing CA {}-{}", r + 1, i + 1);
-            let mut spec = ca_spec(org, cc, cn, None, int_keys[(r * per_root + i) % 6], (3, 15), Some(0));
+            let mut spec = ca_spec(org, cc, cn, None, pki.issuing_key(r * per_root + i), (3, 15), Some(0));
             spec.aki = AkiStyle::KeyIdIssuerSerial;
             let idx = p.certs.len();
             p.certs.push(PlannedCert {
@@ -215,11 +214,7 @@ pub(super) fn plan(n: usize, keyid_share: f64, rng: &mut impl Rng) -> PkiPlan {
             let nb = Y2015 + 9 * YEAR + rng.gen_range(0..2 * YEAR);
             (nb, nb + 4 * YEAR + rng.gen_range(0..2 * YEAR))
         };
-        let key = match rng.gen_range(0..100) {
-            0..=74 => KeyKind::P256,
-            75..=94 => KeyKind::P384,
-            _ => KeyKind::Rsa(0),
-        };
+        let key = pki.leaf_key(rng.gen_range(0..100));
         let spec = CertSpec {
             subject: vec![
                 (DnType::CountryName, cc),
@@ -261,7 +256,7 @@ mod tests {
     #[test]
     fn seed_composition() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
-        let p = plan(803, KEYID_ONLY_SHARE, &mut rng);
+        let p = plan(803, Pki::Seed, &mut rng);
         assert_eq!(p.emitted(), 803);
         let count = |r: Role| p.certs.iter().filter(|c| c.emitted && c.role == r).count();
         assert_eq!((count(Role::Root), count(Role::Intermediate)), (6, 12));
@@ -276,7 +271,7 @@ mod tests {
     fn tiny_composition() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
         for n in [1, 2, 5, 12, 16] {
-            assert_eq!(plan(n, 0.5, &mut rng).emitted(), n, "n = {n}");
+            assert_eq!(plan(n, Pki::Mixed, &mut rng).emitted(), n, "n = {n}");
         }
     }
 }

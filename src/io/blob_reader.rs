@@ -154,7 +154,7 @@ pub fn read_blob<'a, F: Read + Seek>(
     let offset = r.position();
     // No blob span for the read that finds the end of the file (at or past
     // the size the file had at open): that read belongs to the pass.
-    let span = (offset < r.limit()).then(|| blob_span(offset));
+    let span = (r.traces_blobs() && offset < r.limit()).then(|| blob_span(offset));
     let _in = span.as_ref().map(tracing::Span::enter);
     let io = |source| ReadBlobError::Io { offset, source };
     let mut prefix = [0u8; BLOB_PREFIX_LEN];
@@ -227,8 +227,7 @@ pub fn read_blob<'a, F: Read + Seek>(
         Take::Copy => r.count_blob(ty),
     }
     let start = image.len();
-    image.resize(length as usize, 0);
-    let body = r.read(&mut image[start..]).map_err(io)?;
+    let body = r.read_append(image, length as usize - start).map_err(io)?;
     if start + body < length as usize {
         return Err(truncated(start + body));
     }

@@ -99,6 +99,8 @@ pub struct BufferedReader<F> {
     head: Vec<u8>,
     /// The bytes are blobs made from another store's rows, not a file.
     from_store: bool,
+    /// Whether a trace wants a span per blob (asked once, at creation).
+    trace_blobs: bool,
 }
 
 /// What a closing handle hands back to its owner.
@@ -137,6 +139,7 @@ impl<F: Read + Seek> BufferedReader<F> {
             buf_start: 0,
             head: Vec::new(),
             from_store: false,
+            trace_blobs: tracing::enabled!(target: "kbx::blob", tracing::Level::INFO),
         }
     }
 
@@ -170,6 +173,11 @@ impl<F: Read + Seek> BufferedReader<F> {
     pub fn untraced(mut self) -> Self {
         self.file.trace = false;
         self
+    }
+
+    /// Whether a trace wants a span for each blob read on this handle.
+    pub(crate) fn traces_blobs(&self) -> bool {
+        self.trace_blobs
     }
 
     /// The end of the file as this handle sees it: its size at open
@@ -237,6 +245,36 @@ impl<F: Read + Seek> BufferedReader<F> {
             }
             let take = (out.len() - done).min(self.filled - self.pos);
             out[done..done + take].copy_from_slice(&self.buf[self.pos..self.pos + take]);
+            self.pos += take;
+            done += take;
+        }
+        Ok(done)
+    }
+
+    /// One logical read of `n` bytes appended to `out`: the same system
+    /// calls as [`read`](Self::read) into a slice of `n` bytes, without
+    /// zeroing that slice first. Returns the number of bytes appended
+    /// (less than `n` only at end of file).
+    ///
+    /// # Errors
+    /// The operating system's error from `read(2)`.
+    pub fn read_append(&mut self, out: &mut Vec<u8>, n: usize) -> io::Result<usize> {
+        if self.buf.is_empty() {
+            let start = out.len();
+            out.resize(start + n, 0);
+            let got = self.read(&mut out[start..]);
+            out.truncate(start + *got.as_ref().unwrap_or(&0));
+            return got;
+        }
+        self.file.stats.logical_reads += 1;
+        out.reserve(n);
+        let mut done = 0;
+        while done < n {
+            if self.pos == self.filled && !self.refill()? {
+                break;
+            }
+            let take = (n - done).min(self.filled - self.pos);
+            out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
             self.pos += take;
             done += take;
         }

@@ -30,6 +30,7 @@ pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
 pub use buffered::BufferedReader;
 pub use change::{FileIdentity, KeyboxChange};
+pub use event::{events_timed, time_events};
 pub use keybox_file::{KeyboxFile, OpenError};
 pub use source::{MemoryOpener, Opener, PathOpener};
 pub use tally::IoTally;

@@ -291,6 +291,7 @@ fn check_one(
     // the keyblock's ring-trust packet is taken as it is, after the time
     // checks, which there look at the keyblock's primary key.
     if let Some(valid) = part.cached {
+        crate::crypto::tally::count_cached();
         if key_created.is_some_and(conflict) {
             return done(SigStatus::Error, Some("Time conflict"));
         }

@@ -27,6 +27,7 @@ use pgp::types::{
 use super::keyblock::{key_id_of, Component, Keyblock};
 use super::raw;
 use crate::crypto::fit_left;
+use crate::crypto::tally::{self, Verified};
 
 /// A key that can verify: a primary key or a subkey.
 #[derive(Clone, Copy)]
@@ -235,6 +236,7 @@ pub(super) fn verify_digest(
     sig: &SignatureBytes,
 ) -> Option<pgp::errors::Result<()>> {
     use pgp::types::{EcdsaPublicParams as Ec, EddsaLegacyPublicParams as Ed};
+    tally::count(class(params));
     let mpis: &[pgp::types::Mpi] = match sig {
         SignatureBytes::Mpis(m) => m,
         SignatureBytes::Native(_) => return None,
@@ -273,6 +275,21 @@ pub(super) fn verify_digest(
             verdict(crate::crypto::verify_ed448(&opaque_point(opaque)?, r.as_ref(), s.as_ref(), digest)?)
         }
         _ => None,
+    }
+}
+
+/// What a verification with a key of `params` costs like.
+fn class(params: &PublicParams) -> Verified {
+    use pgp::types::{EcdsaPublicParams as Ec, EddsaLegacyPublicParams as Ed};
+    match params {
+        PublicParams::RSA(rsa) => Verified::rsa(rsa::traits::PublicKeyParts::size(&rsa.key)),
+        PublicParams::ECDSA(Ec::P256 { .. }) => Verified::P256,
+        PublicParams::ECDSA(Ec::P384 { .. }) => Verified::P384,
+        PublicParams::ECDSA(_) => Verified::EcdsaOther,
+        PublicParams::EdDSALegacy(Ed::Ed25519 { .. }) | PublicParams::Ed25519(_) => Verified::Ed25519,
+        PublicParams::EdDSALegacy(Ed::Unsupported { curve, .. }) if curve.oid_str() == "1.3.101.113" => Verified::Ed448,
+        PublicParams::Ed448(_) => Verified::Ed448,
+        _ => Verified::Other,
     }
 }
 

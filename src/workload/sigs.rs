@@ -120,13 +120,28 @@ pub fn run<O: Opener + Clone>(
             listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut s, out, &mut emit))?;
         }
         Strategy::Index => {
-            let mut index = signers::Index::default();
-            let mut pending = Vec::new();
-            listing_pass(opener, &mut out, |k, signer, _| {
-                index.insert(&signer);
-                pending.push((k, signer));
+            // The pass only copies the blobs; decoding them (the pgp
+            // crate's work, most of the pass' CPU) is spread over the cores.
+            let mut blobs = Vec::new();
+            blob_pass(opener, &mut out, |index, offset, blob, _| {
+                blobs.push((index, offset, blob.image().to_vec()));
                 Ok(())
             })?;
+            let pending = on_all_cores(blobs.len(), |i| {
+                let (index, offset, image) = &blobs[i];
+                match parse_blob(image) {
+                    Ok(Blob::Key(blob)) => {
+                        let (key, signer) = describe(*index, *offset, &blob);
+                        (key, Arc::new(signer))
+                    }
+                    _ => unreachable!("the pass hands on only blobs that parse"),
+                }
+            });
+            drop(blobs);
+            let mut index = signers::Index::default();
+            for (_, signer) in &pending {
+                index.insert(signer);
+            }
             let fatal = out.fatal.take();
             let checked = check_all(&pending, mode, at, &index);
             for ((mut k, _), groups) in pending.into_iter().zip(checked) {
@@ -154,6 +169,21 @@ fn listing_pass<O: Opener>(
     out: &mut SigsOutcome,
     mut f: impl FnMut(KeySigs, Arc<Signer>, &mut SigsOutcome) -> Result<(), ScanError>,
 ) -> Result<(), OpenError> {
+    blob_pass(opener, out, |index, offset, blob, out| {
+        let (key, signer) = describe(index, offset, blob);
+        f(key, Arc::new(signer), out)
+    })
+}
+
+/// One pass over the file: every OpenPGP blob that parses and is not
+/// flagged ephemeral is handed to `f` (blob index, offset, the blob, and
+/// the outcome). The first error (of the file, of a blob, or of `f`) ends
+/// it in `out.fatal`.
+fn blob_pass<O: Opener>(
+    opener: &O,
+    out: &mut SigsOutcome,
+    mut f: impl FnMut(u64, u64, &KeyBlob<'_>, &mut SigsOutcome) -> Result<(), ScanError>,
+) -> Result<(), OpenError> {
     let mut handle = opener.open()?;
     let mut scan = Scanner::new(&mut handle);
     loop {
@@ -176,8 +206,7 @@ fn listing_pass<O: Opener>(
                 if blob.is_ephemeral() {
                     continue;
                 }
-                let (key, signer) = describe(index, offset, &blob);
-                if let Err(e) = f(key, Arc::new(signer), out) {
+                if let Err(e) = f(index, offset, &blob, out) {
                     out.fatal = Some(e);
                     break;
                 }
@@ -220,39 +249,43 @@ fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
 }
 
 /// Every pending key's signatures checked against the finished index, on
-/// as many threads as there are cores: each takes the next key until none
-/// is left (keys differ a hundredfold in their signatures), and the
-/// results come back in the listing's order. A verdict depends only on the
-/// keyblock and its signer, so the threads change no status.
+/// every core ([`on_all_cores`]). A verdict depends only on the keyblock
+/// and its signer, so the threads change no status.
 fn check_all(
     pending: &[(KeySigs, Arc<Signer>)],
     mode: Mode,
     now: i64,
     index: &signers::Index,
 ) -> Vec<Result<Vec<SigGroup>, crate::lookup::LookupError>> {
-    let one = |i: usize| {
+    on_all_cores(pending.len(), |i| {
         let (k, signer) = &pending[i];
         check_key(k, signer, mode, now, &mut { index })
-    };
+    })
+}
+
+/// `one(0)`, …, `one(n - 1)` on as many threads as there are cores: each
+/// takes the next item until none is left (keys differ a hundredfold in
+/// their work), and the results come back in order.
+fn on_all_cores<R: Send>(n: usize, one: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if threads < 2 || pending.len() < 2 {
-        return (0..pending.len()).map(one).collect();
+    if threads < 2 || n < 2 {
+        return (0..n).map(one).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || {
         let mut done = Vec::new();
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= pending.len() {
+            if i >= n {
                 return done;
             }
             done.push((i, one(i)));
         }
     };
-    let mut slots: Vec<Option<_>> = (0..pending.len()).map(|_| None).collect();
+    let mut slots: Vec<Option<R>> = (0..n).map(|_| None).collect();
     std::thread::scope(|s| {
         let helpers: Vec<_> = (1..threads)
-            .filter_map(|n| std::thread::Builder::new().name(format!("sigcheck-{n}")).spawn_scoped(s, work).ok())
+            .filter_map(|t| std::thread::Builder::new().name(format!("sigcheck-{t}")).spawn_scoped(s, work).ok())
             .collect();
         for (i, r) in work() {
             slots[i] = Some(r);
@@ -264,7 +297,7 @@ fn check_all(
             }
         }
     });
-    slots.into_iter().map(|r| r.expect("every key checked")).collect()
+    slots.into_iter().map(|r| r.expect("every item done")).collect()
 }
 
 /// Count a key's statuses and hand it on.

@@ -26,6 +26,7 @@ use std::io::{Read, Seek};
 
 use super::certinfo::{serial_eq, Cert, Memo};
 use crate::io::{read_blob, BufferedReader, Next, Opener, Take};
+use crate::kbx::blob::key_table_fingerprints;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
@@ -79,15 +80,22 @@ enum Step {
 /// Scan from the start of the file (the reader has just been rewound) to
 /// the end, or until `f` says stop, reading every blob completely as
 /// GnuPG's searches do: X.509 blobs are copied and handed to `f`, the
-/// others consumed with the same system calls. Ephemeral blobs are passed
-/// over unless `ephemeral`. Returns whether `f` stopped it.
+/// others consumed with the same system calls. With `fpr`, only X.509
+/// blobs whose key table holds that fingerprint are copied (the others are
+/// consumed after their key table, with the same system calls): a
+/// fingerprint search decodes one blob, not every certificate. Ephemeral
+/// blobs are passed over unless `ephemeral`. Returns whether `f` stopped
+/// it.
 fn scan_x509<F: Read + Seek>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
     ephemeral: bool,
+    fpr: Option<&[u8; 20]>,
     mut f: impl FnMut(&KeyBlob<'_>, u64) -> Step,
 ) -> Result<bool, LookupError> {
-    let policy = |ty| if ty == BlobType::X509 { Take::Copy } else { Take::Consume };
+    let has_fpr = |head: &[u8]| fpr.is_some_and(|want| key_table_fingerprints(head).next() == Some(&want[..]));
+    let x509 = if fpr.is_some() { Take::CopyIf(&has_fpr) } else { Take::Copy };
+    let policy = |ty| if ty == BlobType::X509 { x509 } else { Take::Consume };
     let mut index = 0;
     loop {
         let next = read_blob(r, image, policy).map_err(|source| LookupError::Blob {
@@ -204,20 +212,22 @@ impl<O: Opener> Gnupg<O> {
 
     /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
     fn first(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Cert>, LookupError> {
-        self.first_in(&[false, true], matches)
+        self.first_in(&[false, true], None, matches)
     }
 
-    /// Scan for the first blob `matches` accepts, once per mode in `modes`.
+    /// Scan for the first blob `matches` accepts, once per mode in `modes`
+    /// (only blobs with fingerprint `fpr` decoded, if given).
     fn first_in(
         &mut self,
         modes: &[bool],
+        fpr: Option<&[u8; 20]>,
         matches: impl Fn(&KeyBlob<'_>) -> bool,
     ) -> Result<Option<Cert>, LookupError> {
         for &ephemeral in modes {
             let mut found = None;
             let mut image = std::mem::take(&mut self.image);
             let r = self.rewound()?;
-            let res = scan_x509(r, &mut image, ephemeral, |b, off| {
+            let res = scan_x509(r, &mut image, ephemeral, fpr, |b, off| {
                 if matches(b) {
                     found = Cert::from_blob(b, off);
                     Step::Stop
@@ -265,7 +275,7 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
                 let mut candidates = Vec::new();
                 let mut image = std::mem::take(&mut s.image);
                 let r = s.rewound()?;
-                let res = scan_x509(r, &mut image, ephemeral, |b, off| {
+                let res = scan_x509(r, &mut image, ephemeral, None, |b, off| {
                     if is_subject(b, subject) {
                         candidates.extend(Cert::from_blob(b, off));
                     }
@@ -275,7 +285,7 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
                 res?;
                 Ok(candidates)
             },
-            |s, chosen| s.first(|b| b.key(0).fingerprint == chosen.fpr),
+            |s, chosen| s.first_in(&[false, true], Some(&chosen.fpr), |b| b.key(0).fingerprint == chosen.fpr),
         )
     }
 
@@ -284,7 +294,7 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
             // gpgsm searches the subject on the handle the failed lookups
             // left at end of file (a no-op: the end is sticky until a
             // reset), then resets and searches in ephemeral mode.
-            return self.first_in(&[true], |b| is_subject(b, subject));
+            return self.first_in(&[true], None, |b| is_subject(b, subject));
         }
         self.first(|b| is_subject(b, subject))
     }
@@ -293,7 +303,7 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
         for c in chain {
             let mut h = self.handle.opener().open()?;
             crate::telemetry::scan_started(Strategy::Gnupg.name(), h.stats().buffer_size);
-            scan_x509(&mut h, &mut self.image, true, |b, _| {
+            scan_x509(&mut h, &mut self.image, true, Some(&c.fpr), |b, _| {
                 if b.key(0).fingerprint == c.fpr {
                     Step::Stop
                 } else {
@@ -323,7 +333,7 @@ impl<O: Opener> Scan<O> {
         let r = self.handle.rewound()?;
         crate::telemetry::scan_started(Strategy::Scan.name(), r.stats().buffer_size);
         let (mut normal, mut ephemeral) = (Vec::new(), Vec::new());
-        scan_x509(r, &mut self.image, true, |b, off| {
+        scan_x509(r, &mut self.image, true, None, |b, off| {
             if !matches(b) {
                 return Step::Next;
             }

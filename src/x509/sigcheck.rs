@@ -20,8 +20,8 @@
 //! `false` like a signature that does not verify.
 //!
 //! Speed: the common cases (RSA PKCS#1 v1.5 with SHA-1 or SHA-2 and keys
-//! of 1024 to 8192 bits, ECDSA on P-256 and P-384 with SHA-256 or
-//! SHA-384) are tried first with aws-lc-rs (already built for
+//! of 1024 to 8192 bits, ECDSA on P-256 with SHA-1 or SHA-2 but SHA-224,
+//! on P-384 with SHA-256, SHA-384 or SHA-512) are tried first with aws-lc-rs (already built for
 //! x509-parser), many times faster than the pure-Rust crates. Only a
 //! signature it verifies counts as verified there; anything else (a key
 //! size or exponent it does not take, a bad signature) goes to the crates
@@ -32,6 +32,7 @@ use x509_parser::prelude::{AlgorithmIdentifier, FromDer, SubjectPublicKeyInfo};
 use x509_parser::public_key::PublicKey;
 use x509_parser::signature_algorithm::RsaSsaPssParams;
 
+use crate::crypto::tally::{self, Verified};
 use crate::crypto::{aws_rsa_pkcs1, fit_left, verify_ecdsa, verify_pss, Hash};
 
 /// What a signature algorithm OID asks for, as gpgsm 2.2.40 accepts it.
@@ -95,6 +96,7 @@ pub(super) fn verify(
 ) -> bool {
     let Some(scheme) = Scheme::of(algorithm) else { return false };
     let key_alg = spki.algorithm.algorithm.to_id_string();
+    tally::count(class(spki, &key_alg));
     if verified_fast(spki, &key_alg, scheme, signature, signed) {
         return true;
     }
@@ -124,6 +126,25 @@ pub(super) fn verify(
     }
 }
 
+/// What a verification with `spki` costs like.
+fn class(spki: &SubjectPublicKeyInfo<'_>, key_alg: &str) -> Verified {
+    match key_alg {
+        RSA_ENCRYPTION => match spki.parsed() {
+            Ok(PublicKey::RSA(rsa)) => {
+                let modulus = rsa.modulus;
+                Verified::rsa(modulus.len() - modulus.iter().take_while(|b| **b == 0).count())
+            }
+            _ => Verified::Other,
+        },
+        EC_PUBLIC_KEY => match spki.algorithm.parameters().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string()) {
+            Some(c) if c == "1.2.840.10045.3.1.7" => Verified::P256,
+            Some(c) if c == "1.3.132.0.34" => Verified::P384,
+            _ => Verified::EcdsaOther,
+        },
+        _ => Verified::Other,
+    }
+}
+
 /// Whether aws-lc-rs verifies the signature, for the schemes it shares with
 /// gpgsm; `false` also when it does not take the key or scheme.
 fn verified_fast(
@@ -142,10 +163,13 @@ fn verified_fast(
         (Scheme::Ecdsa(hash), EC_PUBLIC_KEY) => {
             let curve = spki.algorithm.parameters().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string());
             match (curve.as_deref(), hash) {
+                (Some("1.2.840.10045.3.1.7"), Hash::Sha1) => &aws::ECDSA_P256_SHA1_ASN1,
                 (Some("1.2.840.10045.3.1.7"), Hash::Sha256) => &aws::ECDSA_P256_SHA256_ASN1,
                 (Some("1.2.840.10045.3.1.7"), Hash::Sha384) => &aws::ECDSA_P256_SHA384_ASN1,
+                (Some("1.2.840.10045.3.1.7"), Hash::Sha512) => &aws::ECDSA_P256_SHA512_ASN1,
                 (Some("1.3.132.0.34"), Hash::Sha256) => &aws::ECDSA_P384_SHA256_ASN1,
                 (Some("1.3.132.0.34"), Hash::Sha384) => &aws::ECDSA_P384_SHA384_ASN1,
+                (Some("1.3.132.0.34"), Hash::Sha512) => &aws::ECDSA_P384_SHA512_ASN1,
                 _ => return false,
             }
         }

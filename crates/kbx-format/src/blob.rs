@@ -22,6 +22,7 @@ pub const KEY_TABLE_OFFSET: usize = 20;
 /// size), given at least the blob's first [`KEY_TABLE_OFFSET`] bytes; 0
 /// when `head` is too short to say. Not checked against the blob's
 /// length: callers cap it.
+#[inline]
 pub fn key_table_len(head: &[u8]) -> usize {
     if head.len() < KEY_TABLE_OFFSET {
         return 0;
@@ -84,6 +85,7 @@ pub enum BlobType {
 
 impl BlobType {
     /// Classify a type byte.
+    #[inline]
     pub fn from_byte(b: u8) -> Self {
         match b {
             0 => Self::Empty,
@@ -148,6 +150,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], ParseError> {
         let have = self.b.len().saturating_sub(self.pos);
         if n > have {
@@ -157,28 +160,34 @@ impl<'a> Reader<'a> {
         self.pos += n;
         Ok(s)
     }
+    #[inline]
     fn u8(&mut self, what: &'static str) -> Result<u8, ParseError> {
         Ok(self.take(1, what)?[0])
     }
+    #[inline]
     fn u16(&mut self, what: &'static str) -> Result<u16, ParseError> {
         let s = self.take(2, what)?;
         Ok(u16::from_be_bytes([s[0], s[1]]))
     }
+    #[inline]
     fn u32(&mut self, what: &'static str) -> Result<u32, ParseError> {
         let s = self.take(4, what)?;
         Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
     }
 }
 
+#[inline]
 pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
 
+#[inline]
 pub(crate) fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 /// Check that `start..start+len` lies inside a blob of `blob_len` bytes.
+#[inline]
 fn check_range(
     what: impl FnOnce() -> String,
     at: usize,
@@ -198,6 +207,7 @@ fn check_range(
 /// Read the length field and type byte of a blob prefix.
 ///
 /// Returns `None` when fewer than [`BLOB_PREFIX_LEN`] bytes are given.
+#[inline]
 pub fn read_prefix(b: &[u8]) -> Option<(u32, BlobType)> {
     if b.len() < BLOB_PREFIX_LEN {
         return None;
@@ -423,6 +433,7 @@ fn parse_key_blob(image: &[u8], blob_type: BlobType) -> Result<KeyBlob<'_>, Pars
     })
 }
 
+#[inline]
 fn table_fits(table: &'static str, start: usize, len: usize, blob_len: usize) -> Result<(), ParseError> {
     let end = start + len; // both < 2^16 * 2^16 + blob_len: no overflow on 64-bit
     if end > blob_len {
@@ -483,11 +494,13 @@ impl<'a> KeyBlob<'a> {
     }
 
     /// The X.509 serial number as stored (empty for OpenPGP).
+    #[inline]
     pub fn serial(&self) -> &'a [u8] {
         &self.image[self.serial.0..self.serial.0 + self.serial.1]
     }
 
     /// Number of user-id entries.
+    #[inline]
     pub fn uid_count(&self) -> usize {
         self.uid_count as usize
     }
@@ -498,6 +511,7 @@ impl<'a> KeyBlob<'a> {
     }
 
     /// Uid entry `i` (panics if `i >= uid_count()`).
+    #[inline]
     pub fn uid(&self, i: usize) -> UidInfo<'a> {
         assert!(i < self.uid_count(), "uid index out of range");
         let entry = self.uid_table + i * self.uidinfo_size as usize;
@@ -534,16 +548,19 @@ impl<'a> KeyBlob<'a> {
     }
 
     /// Whether the ephemeral flag is set.
+    #[inline]
     pub fn is_ephemeral(&self) -> bool {
         self.flags & BLOB_FLAG_EPHEMERAL != 0
     }
 
     /// For X.509: the issuer DN as GnuPG stored it (uid 0).
+    #[inline]
     pub fn x509_issuer(&self) -> Option<&'a [u8]> {
         (self.blob_type == BlobType::X509 && self.uid_count() > 0).then(|| self.uid(0).name)
     }
 
     /// For X.509: the subject DN as GnuPG stored it (uid 1).
+    #[inline]
     pub fn x509_subject(&self) -> Option<&'a [u8]> {
         (self.blob_type == BlobType::X509 && self.uid_count() > 1).then(|| self.uid(1).name)
     }

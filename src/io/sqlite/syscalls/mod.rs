@@ -177,9 +177,9 @@ fn counted<T: Copy>(
     };
     let span = trace.then(|| crate::io::event::event_span(op, buffer_size, offset));
     let entered = span.as_ref().map(tracing::Span::enter);
-    let start = quanta::Instant::now();
+    let watch = crate::io::event::Stopwatch::start();
     let r = call();
-    let took = start.elapsed();
+    let took = watch.map_or(std::time::Duration::ZERO, |w| w.elapsed());
     let saved = errno();
     let Outcome { failed, bytes, fd: opened } = result(r);
     let _ = SINK.try_with(|s| {
