@@ -3,9 +3,10 @@
 # the floor this machine's hardware sets (BENCHMARKS, "Where each second
 # goes").
 #
-# 1. `cargo bench --bench floor -- --json`: the unit costs (page-cache copy
-#    rate, one read/lseek/open+fstat+close, one verification of each
-#    algorithm with the fastest well-kept crate, on one core and on all).
+# 1. `cargo bench --bench floor -- --json` on a fresh copy of the keybox:
+#    the unit costs (read(2) per call and per byte, lseek, open+fstat+close,
+#    one verification of each algorithm with the fastest well-kept crate,
+#    on one core and on all).
 # 2. Each workload (validation; check-sigs) with each lookup, on a fresh
 #    copy, with `--io-summary=json`: its system calls, bytes and the
 #    signatures it verified or took from GnuPG's cache. gnupg and scan at
@@ -19,8 +20,10 @@
 # Usage: benches/cost-model.sh KEYBOX [RUNS]
 #   KEYBOX's trustlist is KEYBOX.trustlist.txt (as `gen` and
 #   benches/gnupg-made-keybox.sh write it). RUNS (default 3): the median
-#   wall time of that many runs. SCAN_SIGS=1 also runs check-sigs with
-#   `--lookup scan` (one rescan per signer: tens of minutes on 42 MiB).
+#   wall time of that many runs; SIGS_RUNS (default RUNS) for check-sigs
+#   with `--lookup gnupg` (gpg's 60 M reads: 2 minutes a run on 42 MiB).
+#   SCAN_SIGS=1 also runs check-sigs with `--lookup scan` (one rescan per
+#   signer: tens of minutes on 42 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keybox=${1:?usage: benches/cost-model.sh KEYBOX [RUNS]}
@@ -29,10 +32,12 @@ cargo build --release --quiet
 K=$PWD/target/release/kbxscope
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cargo bench --quiet --bench floor -- --json >"$work/units.json"
+cp "$keybox" "$work/floor.kbx"
+KBXSCOPE_FLOOR_FILE=$work/floor.kbx cargo bench --quiet --bench floor -- --json >"$work/units.json"
 
 one() { # workload lookup size -> appends "workload lookup size wall user sys summary-json" to rows
-  local workload=$1 lookup=$2 size=$3 flag
+  local workload=$1 lookup=$2 size=$3 flag runs=$runs
+  [ "$workload $lookup" = "check-sigs gnupg" ] && runs=${SIGS_RUNS:-$runs}
   case $workload in
     validation) flag=(--with-validation --trustlist "$keybox.trustlist.txt") ;;
     check-sigs) flag=(--check-sigs) ;;
@@ -66,7 +71,7 @@ cores = units["cores"]
 verify = units["verify"]
 nearest = {"rsa-1024": "rsa-2048", "rsa-larger": "rsa-4096", "ecdsa-other": "p256", "ed448": "ed25519", "other": "rsa-2048"}
 print(f"Keybox: {sys.argv[3]}; {cores} cores; copy {1 / units['copy_ns_per_byte']:.2f} GB/s, "
-      f"read(2) of 1 byte {units['read_1_byte_ns']:.0f} ns, of 8 KiB {units['read_8k_ns']:.0f} ns, "
+      f"read(2) {units['read_call_ns']:.0f} ns a call, of 8 KiB {units['read_8k_ns']:.0f} ns, "
       f"lseek {units['lseek_ns']:.0f} ns, open+fstat+close {units['open_fstat_close_ns']:.0f} ns")
 print("verification, µs on one core / each on all cores: " + ", ".join(
     f"{k} {v['us_one_core']:.1f} / {v['us_all_cores']:.1f} ({v['crate']})" for k, v in verify.items()))
@@ -77,7 +82,7 @@ for line in open(sys.argv[2]):
     workload, lookup, size, wall, user, sys_, summary = line.split(" ", 6)
     s = json.loads(summary)
     ev = s["events"]
-    io = (ev["read"] * units["read_1_byte_ns"] + s["bytes_read"] * units["copy_ns_per_byte"]
+    io = (ev["read"] * units["read_call_ns"] + s["bytes_read"] * units["copy_ns_per_byte"]
           + ev["seek"] * units["lseek_ns"] + ev["open"] * units["open_fstat_close_ns"]) / 1e9
     sigs = s.get("signatures", {})
     ver = sigs.get("verified", {})

@@ -53,6 +53,7 @@ impl<F: Read + Seek> Counted<F> {
 
     /// One timed `read(2)` into `into` at file offset `at` (retried, and
     /// counted again, if interrupted); what lies beyond `limit` is cut off.
+    #[inline]
     fn read(&mut self, into: &mut [u8], at: u64) -> io::Result<usize> {
         loop {
             let inner = &mut self.inner;
@@ -210,6 +211,7 @@ impl<F: Read + Seek> BufferedReader<F> {
 
     /// Refill the empty buffer with one `read(2)` of its whole capacity;
     /// `false` at end of file.
+    #[inline]
     fn refill(&mut self) -> io::Result<bool> {
         self.buf_start += self.filled as u64;
         self.pos = 0;

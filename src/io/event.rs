@@ -112,8 +112,10 @@ pub(crate) fn timed<T, E: std::fmt::Display>(
     let entered = span.as_ref().map(tracing::Span::enter);
     let watch = Stopwatch::start();
     let r = call();
-    let took = watch.map_or(Duration::ZERO, |w| w.elapsed());
-    stats.record(op, took);
+    match watch {
+        Some(w) => stats.record(op, w.elapsed()),
+        None => stats.add_counts(op, 1, 0),
+    }
     match &r {
         Ok(t) => {
             if let Some(n) = bytes(t) {
