@@ -107,12 +107,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 /// events per file (`path` beside the same keys as the totals).
 fn summary_json(stats: &kbxscope::events::IoStats, files: &[kbxscope::io::sqlite::FileStats]) -> Result<String> {
     let mut v = serde_json::to_value(stats)?;
-    let verified = kbxscope::crypto::tally::verified();
-    let cached = kbxscope::crypto::tally::cached();
-    if !verified.is_empty() || cached > 0 {
+    if let Some(s) = kbxscope::crypto::tally::so_far() {
         let each: serde_json::Map<String, serde_json::Value> =
-            verified.iter().map(|(c, n)| (c.name().to_string(), serde_json::Value::from(*n))).collect();
-        v["signatures"] = serde_json::json!({ "verified": each, "cached": cached });
+            s.verified.iter().map(|(c, n)| (c.name().to_string(), serde_json::Value::from(*n))).collect();
+        v["signatures"] = serde_json::json!({ "verified": each, "cached": s.cached });
     }
     if !files.is_empty() {
         let per_file = files

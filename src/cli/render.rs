@@ -96,15 +96,14 @@ pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String 
     }
     let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "total", s.total_events(), duration(s.total_time()));
     let _ = writeln!(out, "  bytes read: {}, logical reads: {}", s.bytes_read, s.logical_reads);
-    let verified = kbxscope::crypto::tally::verified();
-    let cached = kbxscope::crypto::tally::cached();
-    if !verified.is_empty() || cached > 0 {
-        let each: Vec<String> = verified.iter().map(|(v, n)| format!("{} {n}", v.name())).collect();
+    if let Some(s) = kbxscope::crypto::tally::so_far() {
+        let each: Vec<String> = s.verified.iter().map(|(v, n)| format!("{} {n}", v.name())).collect();
         let _ = writeln!(
             out,
-            "  signatures verified: {} ({}); taken from GnuPG's cache: {cached}",
-            verified.iter().map(|c| c.1).sum::<u64>(),
-            each.join(", ")
+            "  signatures verified: {} ({}); taken from GnuPG's cache: {}",
+            s.total_verified(),
+            each.join(", "),
+            s.cached
         );
     }
     if !files.is_empty() {

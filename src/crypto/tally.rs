@@ -92,14 +92,32 @@ pub fn count_cached() {
     CACHED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The verifications so far, per class with a non-zero count.
-pub fn verified() -> Vec<(Verified, u64)> {
-    Verified::ALL.into_iter().map(|v| (v, VERIFIED[v as usize].load(Ordering::Relaxed))).filter(|c| c.1 > 0).collect()
+/// What the process did with signatures so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signatures {
+    /// Verifications, per class with a non-zero count, in [`Verified::ALL`] order.
+    pub verified: Vec<(Verified, u64)>,
+    /// Verdicts taken from GnuPG's signature cache.
+    pub cached: u64,
 }
 
-/// Verdicts taken from GnuPG's signature cache so far.
-pub fn cached() -> u64 {
-    CACHED.load(Ordering::Relaxed)
+impl Signatures {
+    /// Verifications of every class.
+    pub fn total_verified(&self) -> u64 {
+        self.verified.iter().map(|c| c.1).sum()
+    }
+}
+
+/// The counts so far; `None` while no signature was verified or taken
+/// from the cache.
+pub fn so_far() -> Option<Signatures> {
+    let verified: Vec<(Verified, u64)> = Verified::ALL
+        .into_iter()
+        .map(|v| (v, VERIFIED[v as usize].load(Ordering::Relaxed)))
+        .filter(|c| c.1 > 0)
+        .collect();
+    let cached = CACHED.load(Ordering::Relaxed);
+    (!verified.is_empty() || cached > 0).then_some(Signatures { verified, cached })
 }
 
 #[cfg(test)]
@@ -112,9 +130,11 @@ mod tests {
         assert_eq!(Verified::rsa(257), Verified::Rsa3072);
         assert_eq!(Verified::rsa(512), Verified::Rsa4096);
         assert_eq!(Verified::rsa(128), Verified::Rsa1024);
-        let before = verified().into_iter().find(|c| c.0 == Verified::Ed448).map_or(0, |c| c.1);
+        let ed448 =
+            || so_far().and_then(|s| s.verified.into_iter().find(|c| c.0 == Verified::Ed448)).map_or(0, |c| c.1);
+        let before = ed448();
         count(Verified::Ed448);
-        let after = verified().into_iter().find(|c| c.0 == Verified::Ed448).map_or(0, |c| c.1);
+        let after = ed448();
         assert!(after > before);
         for (i, v) in Verified::ALL.into_iter().enumerate() {
             assert_eq!(v as usize, i, "{}", v.name());

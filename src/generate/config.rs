@@ -51,8 +51,7 @@ pub enum Pki {
 }
 
 impl Pki {
-    /// The key of root `i`, of issuing CA `i` and of an end entity drawn
-    /// as `draw` (0..100).
+    /// The key of root `i`.
     pub(super) fn root_key(self, i: usize) -> KeyKind {
         let keys = match self {
             Self::Seed => {

@@ -93,8 +93,9 @@ fn scan_x509<F: Read + Seek>(
     fpr: Option<&[u8; 20]>,
     mut f: impl FnMut(&KeyBlob<'_>, u64) -> Step,
 ) -> Result<bool, LookupError> {
-    let has_fpr = |head: &[u8]| fpr.is_some_and(|want| key_table_fingerprints(head).next() == Some(&want[..]));
-    let x509 = if fpr.is_some() { Take::CopyIf(&has_fpr) } else { Take::Copy };
+    let want = fpr.map(|f| &f[..]);
+    let has_fpr = |head: &[u8]| key_table_fingerprints(head).next() == want;
+    let x509 = if want.is_some() { Take::CopyIf(&has_fpr) } else { Take::Copy };
     let policy = |ty| if ty == BlobType::X509 { x509 } else { Take::Consume };
     let mut index = 0;
     loop {
