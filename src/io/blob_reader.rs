@@ -17,9 +17,10 @@
 //! inside the file as it was at open (GnuPG would seek past the end and
 //! call it the end of the keybox; kbxscope reports it).
 
-use std::io::{self, Read, Seek};
+use std::io;
 
 use super::buffered::BufferedReader;
+use super::raw_read::RawRead;
 use crate::kbx::blob::{key_table_len, read_prefix, BlobType, BLOB_PREFIX_LEN, IMAGELEN_LIMIT, KEY_TABLE_OFFSET};
 
 /// A trace span for reading one blob (target `kbx::blob`).
@@ -146,7 +147,7 @@ impl Take<'_> {
 ///
 /// # Errors
 /// [`ReadBlobError`] for truncated or malformed framing and system errors.
-pub fn read_blob<'a, F: Read + Seek>(
+pub fn read_blob<'a, F: RawRead>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
     policy: impl FnOnce(BlobType) -> Take<'a>,

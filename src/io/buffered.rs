@@ -20,10 +20,11 @@
 //! events. Counting is a few integer adds per call on the reader's own
 //! [`IoStats`]: no lock, no allocation.
 
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, SeekFrom};
 
 use super::buffer_size::BufferSize;
 use super::event::{timed, tracing_events};
+use super::raw_read::RawRead;
 use crate::events::Reporter;
 use crate::events::{FileOp, IoStats};
 use crate::kbx::BlobType;
@@ -42,7 +43,7 @@ struct Counted<F> {
     limit: u64,
 }
 
-impl<F: Read + Seek> Counted<F> {
+impl<F: RawRead> Counted<F> {
     /// After each event: let the reporter hand on a batch.
     #[inline]
     fn ticked(&mut self) {
@@ -53,11 +54,12 @@ impl<F: Read + Seek> Counted<F> {
 
     /// One timed `read(2)` into `into` at file offset `at` (retried, and
     /// counted again, if interrupted); what lies beyond `limit` is cut off.
-    #[inline]
+    /// Inlined down to the system call (see [`RawRead`]).
+    #[inline(always)]
     fn read(&mut self, into: &mut [u8], at: u64) -> io::Result<usize> {
         loop {
             let inner = &mut self.inner;
-            let r = timed(&mut self.stats, self.trace, FileOp::Read, Some(at), || inner.read(into), |n| Some(*n));
+            let r = timed(&mut self.stats, self.trace, FileOp::Read, Some(at), || inner.read_once(into), |n| Some(*n));
             self.ticked();
             match r {
                 Ok(n) => {
@@ -112,7 +114,7 @@ pub(crate) struct Parts<F> {
     pub(crate) trace: bool,
 }
 
-impl<F: Read + Seek> BufferedReader<F> {
+impl<F: RawRead> BufferedReader<F> {
     /// Wrap `inner`, positioned at offset 0, with a buffer of `size`.
     ///
     /// The buffer is allocated here, once (at most 1 GiB, see
@@ -211,7 +213,7 @@ impl<F: Read + Seek> BufferedReader<F> {
 
     /// Refill the empty buffer with one `read(2)` of its whole capacity;
     /// `false` at end of file.
-    #[inline]
+    #[inline(always)]
     fn refill(&mut self) -> io::Result<bool> {
         self.buf_start += self.filled as u64;
         self.pos = 0;

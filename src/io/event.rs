@@ -99,7 +99,7 @@ pub(super) fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> t
 /// Issue one system call `call` as operation `op`: time it, count it in
 /// `stats` (with the bytes it returned, for reads: `bytes` of its result)
 /// and trace it if `trace`. Returns the call's result.
-#[inline]
+#[inline(always)]
 pub(crate) fn timed<T, E: std::fmt::Display>(
     stats: &mut IoStats,
     trace: bool,

@@ -8,7 +8,8 @@
 //! this under strace for several buffer sizes).
 //!
 //! * [`BufferSize`]: `--kbx-buffer-size`, with GnuPG's meaning;
-//! * [`BufferedReader`]: the one buffer, over any `Read + Seek`;
+//! * [`BufferedReader`]: the one buffer, over any [`RawRead`] (a file, or
+//!   bytes in memory);
 //! * [`KeyboxFile`]: a read-only open of a path, closed on drop, adding its
 //!   counters to an [`IoTally`] (which also keeps closed handles' buffers
 //!   for reuse);
@@ -22,6 +23,7 @@ mod buffered;
 mod change;
 mod event;
 mod keybox_file;
+mod raw_read;
 mod source;
 pub mod sqlite;
 mod tally;
@@ -32,5 +34,6 @@ pub use buffered::BufferedReader;
 pub use change::{FileIdentity, KeyboxChange};
 pub use event::{events_timed, time_events};
 pub use keybox_file::{KeyboxFile, OpenError};
+pub use raw_read::RawRead;
 pub use source::{MemoryOpener, Opener, PathOpener};
 pub use tally::IoTally;

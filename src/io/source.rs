@@ -16,7 +16,7 @@ use super::tally::IoTally;
 /// Makes new read handles on one keybox.
 pub trait Opener {
     /// What a handle reads from.
-    type File: std::io::Read + std::io::Seek;
+    type File: super::raw_read::RawRead;
     /// A handle: a buffered reader, closed when dropped.
     type Handle: DerefMut<Target = BufferedReader<Self::File>>;
 

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::image::RowMap;
 use super::rows::ubid_hex;
 use super::server::{Search, Server, Session};
-use crate::io::{BufferSize, BufferedReader, OpenError, Opener};
+use crate::io::{BufferSize, BufferedReader, OpenError, Opener, RawRead};
 
 /// The listing's bytes: the blobs of the rows handed back so far.
 pub struct Listing<'s, 'db> {
@@ -83,6 +83,9 @@ impl Read for Listing<'_, '_> {
         Ok(n)
     }
 }
+
+/// Read through `Read` (the requests' bytes, no system call).
+impl RawRead for Listing<'_, '_> {}
 
 impl Seek for Listing<'_, '_> {
     /// Forward only (a stream of requests cannot go back): to where it

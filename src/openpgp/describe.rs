@@ -13,11 +13,12 @@
 //! [`OpenPgpKey::undecoded`].
 
 use pgp::composed::{Deserializable, SignedPublicKey};
-use pgp::packet::{Packet, PacketParser, Signature};
+use pgp::packet::{Packet, PacketParser, PublicKey, PublicSubkey, Signature, SignatureType};
 use pgp::types::{KeyDetails, PublicParams};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
+use super::keyblock::{Component, Group, Keyblock};
 use super::packets::{walk, RawKeyblock, WalkError};
 use crate::kbx::dump::hex_upper;
 use crate::timefmt::rfc3339;
@@ -76,7 +77,29 @@ pub struct KeyblockError(#[from] pub WalkError);
 /// public key.
 pub fn describe(image: &[u8]) -> Result<OpenPgpKey, KeyblockError> {
     let raw = walk(image).map_err(KeyblockError)?;
-    let Some(mut key) = decode(image) else { return Ok(from_packets(raw)) };
+    Ok(with_packet_facts(decode(image), raw))
+}
+
+/// The same listing as [`describe`] for a keyblock image already decoded
+/// into `kb` (`Keyblock::parse(image)`): where the crate's composed-key
+/// parser would read the packets `kb` holds just as they are, the listing
+/// is made from them instead of decoding the keyblock a second time.
+///
+/// # Errors
+/// As [`describe`].
+pub(crate) fn describe_keyblock(image: &[u8], kb: &Keyblock) -> Result<OpenPgpKey, KeyblockError> {
+    let raw = walk(image).map_err(KeyblockError)?;
+    let key = match Composed::from_keyblock(kb) {
+        Some(c) => Some(c.listing()),
+        None => decode(image),
+    };
+    Ok(with_packet_facts(key, raw))
+}
+
+/// The crate's listing with gpg's algorithm names from the packet walk,
+/// in keyblock order; the walk's listing alone if the crate had none.
+fn with_packet_facts(key: Option<OpenPgpKey>, raw: RawKeyblock) -> OpenPgpKey {
+    let Some(mut key) = key else { return from_packets(raw) };
     // gpg's names and the packet-level facts, in keyblock order.
     if key.subkeys.len() + 1 == raw.keys.len() {
         key.algorithm.clone_from(&raw.keys[0].algorithm);
@@ -84,7 +107,7 @@ pub fn describe(image: &[u8]) -> Result<OpenPgpKey, KeyblockError> {
             sub.algorithm.clone_from(&r.algorithm);
         }
     }
-    Ok(key)
+    key
 }
 
 /// A listing from the packet walk alone.
@@ -114,34 +137,108 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
     }
 }
 
+/// What a listing takes from a key the `pgp` crate composed: the primary
+/// key; the user ids, photo ids and subkeys that have signatures (the
+/// composed parser drops the others); and the direct-key signatures (the
+/// key's own revocations not among them).
+struct Composed<'a> {
+    primary: &'a PublicKey,
+    direct: Vec<&'a Signature>,
+    users: Vec<(&'a [u8], Vec<&'a Signature>)>,
+    user_attributes: usize,
+    subkeys: Vec<(&'a PublicSubkey, Vec<&'a Signature>)>,
+}
+
+impl<'a> Composed<'a> {
+    /// From the crate's composed key.
+    fn from_signed(key: &'a SignedPublicKey) -> Self {
+        Composed {
+            primary: &key.primary_key,
+            direct: key.details.direct_signatures.iter().collect(),
+            users: key.details.users.iter().map(|u| (u.id.id(), u.signatures.iter().collect())).collect(),
+            user_attributes: key.details.user_attributes.len(),
+            subkeys: key.public_subkeys.iter().map(|s| (&s.key, s.signatures.iter().collect())).collect(),
+        }
+    }
+
+    /// From a keyblock decoded packet by packet, when the composed parser
+    /// would read its packets as they are ([`Keyblock::as_composed`]): the
+    /// same parts, by the same rules (a user id or photo id keeps only its
+    /// certifications, a subkey only its bindings and revocations; one
+    /// left without signatures is dropped).
+    fn from_keyblock(kb: &'a Keyblock) -> Option<Self> {
+        if !kb.as_composed() {
+            return None;
+        }
+        let sigs = |g: &'a Group, keep: fn(&Signature) -> bool| -> Vec<&'a Signature> {
+            g.sigs.iter().filter_map(|p| p.decoded.as_deref().ok()).filter(|s| keep(s)).collect()
+        };
+        let certification = |s: &Signature| s.is_certification();
+        let binding =
+            |s: &Signature| matches!(s.typ(), Some(SignatureType::SubkeyBinding | SignatureType::SubkeyRevocation));
+        let mut c = Composed {
+            primary: kb.primary.as_deref()?,
+            direct: Vec::new(),
+            users: Vec::new(),
+            user_attributes: 0,
+            subkeys: Vec::new(),
+        };
+        for g in &kb.groups {
+            match &g.component {
+                Component::Key => c.direct = sigs(g, |s| s.typ() != Some(SignatureType::KeyRevocation)),
+                Component::Uid(u) => {
+                    let certifications = sigs(g, certification);
+                    if !certifications.is_empty() {
+                        c.users.push((u.id(), certifications));
+                    }
+                }
+                Component::Uat(_) => c.user_attributes += usize::from(!sigs(g, certification).is_empty()),
+                Component::Subkey(Some(k)) => {
+                    let bindings = sigs(g, binding);
+                    if !bindings.is_empty() {
+                        c.subkeys.push((k, bindings));
+                    }
+                }
+                Component::Subkey(None) => return None,
+            }
+        }
+        Some(c)
+    }
+
+    /// The listing.
+    fn listing(&self) -> OpenPgpKey {
+        let primary = self.primary;
+        let self_sigs = self.users.iter().flat_map(|(_, sigs)| sigs.iter().copied()).chain(self.direct.iter().copied());
+        OpenPgpKey {
+            fingerprint: hex_upper(primary.fingerprint().as_bytes()),
+            key_id: hex_upper(primary.legacy_key_id().as_ref()),
+            version: u8::from(primary.version()),
+            created: rfc3339(primary.created_at().as_secs().into()),
+            algorithm: algorithm_name(primary.public_params()),
+            usage: usage_letters(self_sigs),
+            user_ids: self.users.iter().map(|(id, _)| String::from_utf8_lossy(id).into_owned()).collect(),
+            user_attributes: self.user_attributes,
+            subkeys: self
+                .subkeys
+                .iter()
+                .map(|(key, sigs)| OpenPgpSubkey {
+                    fingerprint: hex_upper(key.fingerprint().as_bytes()),
+                    key_id: hex_upper(key.legacy_key_id().as_ref()),
+                    created: rfc3339(key.created_at().as_secs().into()),
+                    algorithm: algorithm_name(key.public_params()),
+                    usage: usage_letters(sigs.iter().copied()),
+                })
+                .collect(),
+            undecoded: None,
+        }
+    }
+}
+
 /// The listing as the `pgp` crate decodes it (`None` if it cannot).
 fn decode(image: &[u8]) -> Option<OpenPgpKey> {
     let packets = PacketParser::new(image).filter(|p| !matches!(p, Ok(Packet::Trust(_))));
     let key = SignedPublicKey::from_packets(packets.peekable()).next()?.ok()?;
-    let primary = &key.primary_key;
-    let self_sigs = key.details.users.iter().flat_map(|u| u.signatures.iter()).chain(&key.details.direct_signatures);
-    Some(OpenPgpKey {
-        fingerprint: hex_upper(primary.fingerprint().as_bytes()),
-        key_id: hex_upper(primary.legacy_key_id().as_ref()),
-        version: u8::from(primary.version()),
-        created: rfc3339(primary.created_at().as_secs().into()),
-        algorithm: algorithm_name(primary.public_params()),
-        usage: usage_letters(self_sigs),
-        user_ids: key.details.users.iter().map(|u| String::from_utf8_lossy(u.id.id()).into_owned()).collect(),
-        user_attributes: key.details.user_attributes.len(),
-        subkeys: key
-            .public_subkeys
-            .iter()
-            .map(|s| OpenPgpSubkey {
-                fingerprint: hex_upper(s.key.fingerprint().as_bytes()),
-                key_id: hex_upper(s.key.legacy_key_id().as_ref()),
-                created: rfc3339(s.key.created_at().as_secs().into()),
-                algorithm: algorithm_name(s.key.public_params()),
-                usage: usage_letters(s.signatures.iter()),
-            })
-            .collect(),
-        undecoded: None,
-    })
+    Some(Composed::from_signed(&key).listing())
 }
 
 /// gpg's capability letters from the first signature that carries key flags.
@@ -184,5 +281,87 @@ fn algorithm_name(params: &PublicParams) -> String {
         PublicParams::Ed448(_) => "ed448".into(),
         #[allow(unreachable_patterns)]
         _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The keyblocks of the GnuPG-made fixture keyboxes (v4 and v5 keys,
+    /// photo ids, many curves, revoked and expired keys).
+    fn fixture_keyblocks() -> Vec<Vec<u8>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "kbx") {
+                continue;
+            }
+            let data = std::fs::read(&path).unwrap();
+            let mut at = 0;
+            while at + 5 <= data.len() {
+                let len = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+                if let Ok(crate::kbx::Blob::Key(b)) = crate::kbx::parse_blob(&data[at..at + len]) {
+                    if b.blob_type == crate::kbx::BlobType::OpenPgp {
+                        out.push(b.data().to_vec());
+                    }
+                }
+                at += len.max(5);
+            }
+        }
+        assert!(out.len() > 20, "the fixtures hold OpenPGP keys");
+        out
+    }
+
+    /// Each packet of a keyblock, header and body.
+    fn packets(image: &[u8]) -> Vec<Vec<u8>> {
+        let mut start = 0;
+        crate::kbx::keyblock::split_packets(image)
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let end = p.body.as_ptr() as usize - image.as_ptr() as usize + p.body.len();
+                let whole = image[start..end].to_vec();
+                start = end;
+                whole
+            })
+            .collect()
+    }
+
+    fn same_either_way(image: &[u8]) -> Result<(), TestCaseError> {
+        let kb = Keyblock::parse(image);
+        prop_assert_eq!(describe(image), describe_keyblock(image, &kb));
+        Ok(())
+    }
+
+    #[test]
+    fn the_decoded_keyblock_lists_as_the_crate_decodes() {
+        let blocks = fixture_keyblocks();
+        let mut from_keyblock = 0;
+        for image in &blocks {
+            same_either_way(image).unwrap();
+            from_keyblock += usize::from(Keyblock::parse(image).as_composed());
+        }
+        assert!(from_keyblock * 2 > blocks.len(), "most keyblocks take the short way: {from_keyblock}");
+    }
+
+    proptest! {
+        /// Keyblocks rearranged packet by packet (dropped, repeated, moved:
+        /// user ids after subkeys, signatures before the key, unsigned
+        /// components) list the same both ways.
+        #[test]
+        fn rearranged_keyblocks_list_the_same(
+            pick in 0usize..1000,
+            key_first in any::<bool>(),
+            order in proptest::collection::vec(0usize..64, 0..24),
+        ) {
+            let blocks = fixture_keyblocks();
+            let source = packets(&blocks[pick % blocks.len()]);
+            let order = key_first.then_some(0).into_iter().chain(order);
+            let image: Vec<u8> = order.flat_map(|i| source[i % source.len()].iter().copied()).collect();
+            same_either_way(&image)?;
+        }
     }
 }

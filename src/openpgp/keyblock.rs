@@ -78,6 +78,11 @@ pub struct Keyblock {
     image: Vec<u8>,
     /// Where the primary key packet's body lies in them.
     primary_body: Option<Range<usize>>,
+    /// Whether the crate decoded every packet and they come in the order
+    /// its composed-key parser reads whole (the primary v4 key first, its
+    /// signatures, user ids and photo ids, then subkeys): the parser would
+    /// then see just these packets (see [`Self::as_composed`]).
+    composed: bool,
 }
 
 impl Keyblock {
@@ -90,8 +95,10 @@ impl Keyblock {
             groups: vec![Group { component: Component::Key, sigs: Vec::new(), body: None }],
             image: image.to_vec(),
             primary_body: None,
+            composed: true,
         };
         let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
+            kb.composed = false;
             // Framing the splitter does not read (e.g. partial lengths):
             // the crate's parser alone, without the cached verdicts.
             for p in PacketParser::new(image) {
@@ -119,7 +126,18 @@ impl Keyblock {
                 kb.add(item, Some(p.tag), Some(body_start..end));
             }
         }
+        kb.composed &= kb.primary.as_ref().is_some_and(|k| k.version() == pgp::types::KeyVersion::V4);
         kb
+    }
+
+    /// Whether the `pgp` crate's composed-key parser, given this
+    /// keyblock's packets, would read exactly the primary key and the
+    /// groups held here (before its own rules: it drops components without
+    /// signatures). `false` for anything it might read otherwise: a packet
+    /// it cannot decode, one it does not expect, a user id after a subkey,
+    /// a key that is not v4.
+    pub fn as_composed(&self) -> bool {
+        self.composed
     }
 
     /// Add one packet the crate parsed (or failed to); `tag` is its tag
@@ -127,6 +145,16 @@ impl Keyblock {
     /// not decode was, and `body` where its body lies.
     fn add(&mut self, p: pgp::errors::Result<Packet>, tag: Option<u8>, body: Option<Range<usize>>) {
         use crate::kbx::keyblock::tag as t;
+        // What the composed-key parser would not read as these groups hold it.
+        let before_primary = self.primary.is_none();
+        let after_subkey = self.groups.iter().any(|g| matches!(g.component, Component::Subkey(_)));
+        match &p {
+            Ok(Packet::PublicKey(_)) if before_primary => {}
+            Ok(Packet::Signature(s)) if !before_primary && s.config().is_some() => {}
+            Ok(Packet::UserId(_) | Packet::UserAttribute(_)) if !before_primary && !after_subkey => {}
+            Ok(Packet::PublicSubkey(_)) if !before_primary => {}
+            _ => self.composed = false,
+        }
         let component = match p {
             Ok(Packet::PublicKey(k)) if self.primary.is_none() && self.primary_body.is_none() => {
                 self.primary = Some(Box::new(k));

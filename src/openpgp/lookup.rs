@@ -173,7 +173,7 @@ impl Decoded {
 /// with the same `read(2)` calls — but only a matching blob is copied out
 /// of the buffer: of the others only the header and key table are looked
 /// at, the rest is consumed in the buffer.
-fn search<F: std::io::Read + std::io::Seek>(
+fn search<F: crate::io::RawRead>(
     strategy: Strategy,
     r: &mut BufferedReader<F>,
     scratch: &mut Scratch,

@@ -25,6 +25,7 @@ mod raw;
 mod sigs;
 mod verify;
 
+pub(crate) use describe::describe_keyblock;
 pub use describe::{describe, KeyblockError, OpenPgpKey, OpenPgpSubkey};
 pub use lookup::{Signer, SignerLookup};
 pub use packets::WalkError;

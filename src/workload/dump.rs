@@ -1,6 +1,6 @@
 //! `dump`: every blob as `kbxutil` prints it.
 
-use std::io::{Read, Seek};
+use crate::io::RawRead;
 
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::BufferedReader;
@@ -24,7 +24,7 @@ pub struct Record {
 ///
 /// # Errors
 /// The framing error that stopped the pass; records before it were emitted.
-pub fn run<F: Read + Seek>(reader: &mut BufferedReader<F>, mut emit: impl FnMut(Record)) -> Result<(), ScanError> {
+pub fn run<F: RawRead>(reader: &mut BufferedReader<F>, mut emit: impl FnMut(Record)) -> Result<(), ScanError> {
     let mut number = 0;
     let mut scan = Scanner::new(reader);
     while let Some(item) = scan.next_item()? {

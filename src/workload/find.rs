@@ -5,7 +5,7 @@
 //! any pattern does) and stops at the first match — unless `all` is set,
 //! then it goes on to the end.
 
-use std::io::{Read, Seek};
+use crate::io::RawRead;
 
 use super::list::{describe, key_blob, ListOutcome, Listed, TypeFilter};
 use super::scan::{Item, ScanError, Scanner};
@@ -16,7 +16,7 @@ use crate::kbx::search::Pattern;
 ///
 /// Blobs that do not decode count as "no match" (as in GnuPG) and are
 /// reported in [`ListOutcome::problems`].
-pub fn run<F: Read + Seek>(
+pub fn run<F: RawRead>(
     reader: &mut BufferedReader<F>,
     patterns: &[Pattern],
     all: bool,

@@ -1,6 +1,6 @@
 //! `list`: every key and certificate, like `gpg -k` and `gpgsm -k`.
 
-use std::io::{Read, Seek};
+use crate::io::RawRead;
 
 use serde::Serialize;
 
@@ -109,7 +109,7 @@ pub(super) fn key_blob(image: &[u8], filter: TypeFilter) -> Option<Result<KeyBlo
 }
 
 /// List every key blob admitted by `filter`, in file order.
-pub fn run<F: Read + Seek>(
+pub fn run<F: RawRead>(
     reader: &mut BufferedReader<F>,
     filter: TypeFilter,
     mut emit: impl FnMut(Listed),

@@ -6,6 +6,7 @@
 //! nothing. Every pass reads the file the way GnuPG does: blob by blob,
 //! each blob completely, deleted blobs skipped with a seek.
 
+mod cores;
 pub mod dump;
 pub mod find;
 pub mod keyboxd;

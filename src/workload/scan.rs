@@ -1,7 +1,7 @@
 //! A pass over a keybox, blob by blob, with blob indexes and offsets.
 
+use crate::io::RawRead;
 use std::fmt;
-use std::io::{Read, Seek};
 
 use crate::io::{read_blob, BufferedReader, Next, ReadBlobError, Take};
 use crate::kbx::blob::IMAGELEN_LIMIT;
@@ -159,7 +159,7 @@ fn plausible_first_blob(image: &[u8]) -> bool {
     }
 }
 
-impl<'r, F: Read + Seek> Scanner<'r, F> {
+impl<'r, F: RawRead> Scanner<'r, F> {
     fn not_a_keybox(&self, offset: u64, why: NotAKeybox) -> ScanError {
         ScanError { index: 0, offset, kind: ScanErrorKind::NotAKeybox(why) }
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::cores;
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
@@ -120,42 +121,51 @@ pub fn run<O: Opener + Clone>(
             listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut s, out, &mut emit))?;
         }
         Strategy::Index => {
-            // The pass only copies the blobs; decoding them (the pgp
-            // crate's work, most of the pass' CPU) is spread over the cores.
-            let mut blobs = Vec::new();
-            blob_pass(opener, &mut out, |index, offset, blob, _| {
-                blobs.push((index, offset, blob.image().to_vec()));
-                Ok(())
-            })?;
-            let pending = on_all_cores(blobs.len(), |i| {
-                let (index, offset, image) = &blobs[i];
-                match parse_blob(image) {
-                    Ok(Blob::Key(blob)) => {
-                        let (key, signer) = describe(*index, *offset, &blob);
-                        (key, Arc::new(signer))
-                    }
-                    _ => unreachable!("the pass hands on only blobs that parse"),
+            // The pass only copies the blobs; the other cores decode them
+            // (the pgp crate's work) as they come. Then every core checks
+            // keys against the finished index while this thread prints
+            // them, in order.
+            let decode = |(index, offset, image): (u64, u64, Vec<u8>)| match parse_blob(&image) {
+                Ok(Blob::Key(blob)) => {
+                    let (key, signer) = describe(index, offset, &blob);
+                    (key, Arc::new(signer))
                 }
-            });
-            drop(blobs);
+                _ => unreachable!("the pass hands on only blobs that parse"),
+            };
+            let (pending, opened) = cores::as_made(
+                |send| {
+                    blob_pass(opener, &mut out, |index, offset, blob, _| {
+                        send((index, offset, blob.image().to_vec()));
+                        Ok(())
+                    })
+                },
+                decode,
+            );
+            opened?;
             let mut index = signers::Index::default();
             for (_, signer) in &pending {
                 index.insert(signer);
             }
+            let blob_indexes: Vec<u64> = pending.iter().map(|(k, _)| k.blob_index).collect();
+            let (mut keys, signers): (Vec<_>, Vec<_>) = pending.into_iter().map(|(k, s)| (Some(k), s)).unzip();
             let fatal = out.fatal.take();
-            let checked = check_all(&pending, mode, at, &index);
-            for ((mut k, _), groups) in pending.into_iter().zip(checked) {
+            // A verdict depends only on the keyblock and its signer, so the
+            // threads change no status.
+            let check = |i: usize| check_key(blob_indexes[i], &signers[i], mode, at, &mut { &index });
+            cores::in_order(signers.len(), check, |i, groups| {
+                let Some(mut k) = keys[i].take() else { return false };
                 match groups {
                     Ok(groups) => {
                         k.signatures = groups;
                         finish(k, &mut out, &mut emit);
+                        true
                     }
                     Err(e) => {
                         out.fatal = Some(ScanError::content(k.blob_index, k.offset, e));
-                        break;
+                        false
                     }
                 }
-            }
+            });
             out.fatal = out.fatal.take().or(fatal);
         }
     }
@@ -223,7 +233,7 @@ fn blob_pass<O: Opener>(
 /// The listing entry of a blob, and the blob as a signer.
 fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
     let signer = Signer::from_blob(blob);
-    let (key, problem) = match openpgp::describe(blob.data()) {
+    let (key, problem) = match openpgp::describe_keyblock(blob.data(), &signer.keyblock) {
         Ok(k) => (k, None),
         Err(why) => {
             let why = why.to_string();
@@ -248,58 +258,6 @@ fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
     (KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }, signer)
 }
 
-/// Every pending key's signatures checked against the finished index, on
-/// every core ([`on_all_cores`]). A verdict depends only on the keyblock
-/// and its signer, so the threads change no status.
-fn check_all(
-    pending: &[(KeySigs, Arc<Signer>)],
-    mode: Mode,
-    now: i64,
-    index: &signers::Index,
-) -> Vec<Result<Vec<SigGroup>, crate::lookup::LookupError>> {
-    on_all_cores(pending.len(), |i| {
-        let (k, signer) = &pending[i];
-        check_key(k, signer, mode, now, &mut { index })
-    })
-}
-
-/// `one(0)`, …, `one(n - 1)` on as many threads as there are cores: each
-/// takes the next item until none is left (keys differ a hundredfold in
-/// their work), and the results come back in order.
-fn on_all_cores<R: Send>(n: usize, one: impl Fn(usize) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if threads < 2 || n < 2 {
-        return (0..n).map(one).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= n {
-                return done;
-            }
-            done.push((i, one(i)));
-        }
-    };
-    let mut slots: Vec<Option<R>> = (0..n).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads)
-            .filter_map(|t| std::thread::Builder::new().name(format!("sigcheck-{t}")).spawn_scoped(s, work).ok())
-            .collect();
-        for (i, r) in work() {
-            slots[i] = Some(r);
-        }
-        for h in helpers {
-            // A worker's panic is a bug: let it surface as one.
-            for (i, r) in h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
-                slots[i] = Some(r);
-            }
-        }
-    });
-    slots.into_iter().map(|r| r.expect("every item done")).collect()
-}
-
 /// Count a key's statuses and hand it on.
 fn finish(k: KeySigs, out: &mut SigsOutcome, emit: &mut impl FnMut(KeySigs)) {
     for s in k.signatures.iter().flat_map(|g| &g.sigs) {
@@ -311,13 +269,13 @@ fn finish(k: KeySigs, out: &mut SigsOutcome, emit: &mut impl FnMut(KeySigs)) {
 
 /// One key's signatures, in a `key` span (target `kbx::lookup`).
 fn check_key(
-    k: &KeySigs,
+    blob_index: u64,
     signer: &Signer,
     mode: Mode,
     now: i64,
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, crate::lookup::LookupError> {
-    let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = k.blob_index).entered();
+    let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = blob_index).entered();
     check_keyblock(&signer.keyblock, mode, now, lookup)
 }
 
@@ -330,8 +288,8 @@ fn walk(
     out: &mut SigsOutcome,
     emit: &mut impl FnMut(KeySigs),
 ) -> Result<(), ScanError> {
-    k.signatures =
-        check_key(&k, &signer, mode, now, lookup).map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
+    k.signatures = check_key(k.blob_index, &signer, mode, now, lookup)
+        .map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
     finish(k, out, emit);
     Ok(())
 }

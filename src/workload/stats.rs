@@ -1,6 +1,6 @@
 //! `stats`: count blobs like `kbxutil --stats`.
 
-use std::io::{Read, Seek};
+use crate::io::RawRead;
 
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::BufferedReader;
@@ -16,7 +16,7 @@ pub struct StatsOutcome {
 }
 
 /// Read the whole keybox and count its blobs.
-pub fn run<F: Read + Seek>(reader: &mut BufferedReader<F>) -> StatsOutcome {
+pub fn run<F: RawRead>(reader: &mut BufferedReader<F>) -> StatsOutcome {
     let mut stats = KbxStats::default();
     let mut scan = Scanner::new(reader);
     let error = loop {

@@ -110,7 +110,7 @@ pub fn run_keyboxd(
 /// `pool` at once. One read before its issuer waits until a certificate
 /// with its issuer's name arrives; what is still unchecked at the end is
 /// left to [`Validator::prefetch`].
-fn index_pass<F: std::io::Read + std::io::Seek>(
+fn index_pass<F: crate::io::RawRead>(
     reader: &mut crate::io::BufferedReader<F>,
     out: &mut ListOutcome,
     validator: &mut Validator<'_>,
@@ -145,7 +145,7 @@ fn index_pass<F: std::io::Read + std::io::Seek>(
 }
 
 /// The listing pass, validating each certificate on the spot with `search`.
-fn validating_pass<F: std::io::Read + std::io::Seek>(
+fn validating_pass<F: crate::io::RawRead>(
     reader: &mut crate::io::BufferedReader<F>,
     out: &mut ListOutcome,
     validator: &mut Validator<'_>,
@@ -180,7 +180,7 @@ fn validate_one(
 /// a listed one (not ephemeral, and decoding) comes with its decoded parts
 /// and listing, and the listing `each` returns (if any) is emitted. Ones
 /// that do not decode are also reported as problems.
-fn listing_pass<F: std::io::Read + std::io::Seek>(
+fn listing_pass<F: crate::io::RawRead>(
     mut scan: Scanner<'_, F>,
     out: &mut ListOutcome,
     mut each: impl FnMut(u64, &Cert, Option<(CertInfo, Listed)>) -> Result<Option<Listed>, ScanError>,

@@ -21,8 +21,8 @@
 //! calls as GnuPG's complete reads), X.509 blobs are decoded only as far
 //! as the match needs.
 
+use crate::io::RawRead;
 use std::collections::HashMap;
-use std::io::{Read, Seek};
 
 use super::certinfo::{serial_eq, Cert, Memo};
 use crate::io::{read_blob, BufferedReader, Next, Opener, Take};
@@ -86,7 +86,7 @@ enum Step {
 /// fingerprint search decodes one blob, not every certificate. Ephemeral
 /// blobs are passed over unless `ephemeral`. Returns whether `f` stopped
 /// it.
-fn scan_x509<F: Read + Seek>(
+fn scan_x509<F: RawRead>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
     ephemeral: bool,
