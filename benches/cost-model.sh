@@ -23,7 +23,8 @@
 #   wall time of that many runs; SIGS_RUNS (default RUNS) for check-sigs
 #   with `--lookup gnupg` (gpg's 60 M reads: 2 minutes a run on 42 MiB).
 #   SCAN_SIGS=1 also runs check-sigs with `--lookup scan` (one rescan per
-#   signer: tens of minutes on 42 MiB).
+#   signer: tens of minutes on 42 MiB). LOOKUPS (default "gnupg scan
+#   index"): only these lookups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keybox=${1:?usage: benches/cost-model.sh KEYBOX [RUNS]}
@@ -55,7 +56,7 @@ one() { # workload lookup size -> appends "workload lookup size wall user sys su
 
 : >"$work/rows"
 echo "running each workload and lookup ($runs runs each)…" >&2
-for lookup in gnupg scan index; do
+for lookup in ${LOOKUPS:-gnupg scan index}; do
   size=0
   [ "$lookup" = index ] && size=64
   one validation "$lookup" "$size"

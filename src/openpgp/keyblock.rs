@@ -78,6 +78,8 @@ pub struct Keyblock {
     image: Vec<u8>,
     /// Where the primary key packet's body lies in them.
     primary_body: Option<Range<usize>>,
+    /// [`Self::decoded_key_ids`].
+    decoded_ids: Vec<([u8; 8], Option<usize>)>,
     /// Whether the crate decoded every packet and they come in the order
     /// its composed-key parser reads whole (the primary v4 key first, its
     /// signatures, user ids and photo ids, then subkeys): the parser would
@@ -95,6 +97,7 @@ impl Keyblock {
             groups: vec![Group { component: Component::Key, sigs: Vec::new(), body: None }],
             image: image.to_vec(),
             primary_body: None,
+            decoded_ids: Vec::new(),
             composed: true,
         };
         let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
@@ -127,7 +130,21 @@ impl Keyblock {
             }
         }
         kb.composed &= kb.primary.as_ref().is_some_and(|k| k.version() == pgp::types::KeyVersion::V4);
+        // Each key id is a hash of the key: made once here, not for every
+        // signature the key is looked for by.
+        let primary = kb.primary.iter().map(|k| (key_id_of(k.legacy_key_id().as_ref()), None));
+        let subkeys = kb.groups.iter().enumerate().filter_map(|(i, g)| match &g.component {
+            Component::Subkey(Some(k)) => Some((key_id_of(k.legacy_key_id().as_ref()), Some(i))),
+            _ => None,
+        });
+        kb.decoded_ids = primary.chain(subkeys).collect();
         kb
+    }
+
+    /// The key ids of the keys the crate decoded: `None` for the primary
+    /// key, else the index of the subkey's group.
+    pub(super) fn decoded_key_ids(&self) -> &[([u8; 8], Option<usize>)] {
+        &self.decoded_ids
     }
 
     /// Whether the `pgp` crate's composed-key parser, given this
@@ -233,11 +250,7 @@ impl Keyblock {
         if !self.all_keys_decoded() {
             return self.raw_keys().map(|k| k.key_id).collect();
         }
-        let subkeys = self.groups.iter().filter_map(|g| match &g.component {
-            Component::Subkey(Some(k)) => Some(key_id_of(k.legacy_key_id().as_ref())),
-            _ => None,
-        });
-        self.key_id().into_iter().chain(subkeys).collect()
+        self.decoded_ids.iter().map(|(id, _)| *id).collect()
     }
 
     /// The primary key's creation time, Unix seconds (read from its bytes
@@ -252,9 +265,9 @@ impl Keyblock {
     /// The primary key's 64-bit key id (read from its bytes when the crate
     /// could not decode it).
     pub fn key_id(&self) -> Option<[u8; 8]> {
-        match &self.primary {
-            Some(k) => Some(key_id_of(k.legacy_key_id().as_ref())),
-            None => self.raw_primary().map(|k| k.key_id),
+        match self.decoded_ids.first() {
+            Some((id, None)) => Some(*id),
+            _ => self.raw_primary().map(|k| k.key_id),
         }
     }
 

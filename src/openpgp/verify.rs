@@ -24,7 +24,7 @@ use pgp::types::{
     Fingerprint, KeyDetails, KeyId, KeyVersion, PublicParams, SignatureBytes, Tag, Timestamp, VerifyingKey,
 };
 
-use super::keyblock::{key_id_of, Component, Keyblock};
+use super::keyblock::{Component, Keyblock};
 use super::raw;
 use crate::crypto::fit_left;
 use crate::crypto::tally::{self, Verified};
@@ -49,15 +49,14 @@ impl<'a> SignerKey<'a> {
 
     /// The key of `kb` (primary or subkey) whose key id is `kid`.
     pub(super) fn find(kb: &'a Keyblock, kid: &[u8; 8]) -> Option<Self> {
-        if let Some(p) = kb.primary.as_deref() {
-            if key_id_of(p.legacy_key_id().as_ref()) == *kid {
-                return Some(Self::Primary(p));
-            }
+        let (_, group) = kb.decoded_key_ids().iter().find(|(id, _)| id == kid)?;
+        match group {
+            None => kb.primary.as_deref().map(Self::Primary),
+            Some(i) => match &kb.groups[*i].component {
+                Component::Subkey(Some(k)) => Some(Self::Sub(k.as_ref())),
+                _ => None,
+            },
         }
-        kb.groups.iter().find_map(|g| match &g.component {
-            Component::Subkey(Some(k)) if key_id_of(k.legacy_key_id().as_ref()) == *kid => Some(Self::Sub(k.as_ref())),
-            _ => None,
-        })
     }
 }
 
