@@ -289,17 +289,21 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The keyblocks of the GnuPG-made fixture keyboxes (v4 and v5 keys,
-    /// photo ids, many curves, revoked and expired keys).
+    /// The GnuPG-made fixture keyboxes (v4 and v5 keys, photo ids, many
+    /// curves, revoked and expired keys).
+    const FIXTURES: [&[u8]; 6] = [
+        include_bytes!("../../tests/fixtures/gnupg-curves.kbx"),
+        include_bytes!("../../tests/fixtures/gnupg-deleted.kbx"),
+        include_bytes!("../../tests/fixtures/gnupg-mixed.kbx"),
+        include_bytes!("../../tests/fixtures/gnupg24-v5.kbx"),
+        include_bytes!("../../tests/fixtures/gnupg24-v5-tampered.kbx"),
+        include_bytes!("../../tests/fixtures/gnupg24-v5-uncached.kbx"),
+    ];
+
+    /// The keyblocks of the fixture keyboxes.
     fn fixture_keyblocks() -> Vec<Vec<u8>> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "kbx") {
-                continue;
-            }
-            let data = std::fs::read(&path).unwrap();
+        for data in FIXTURES {
             let mut at = 0;
             while at + 5 <= data.len() {
                 let len = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
