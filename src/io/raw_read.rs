@@ -9,9 +9,12 @@
 //! buffer's loop costs a misprediction. Replaying gpgsm's 20 M reads, the
 //! returns of libc's `read`, `File::read` and a separate counting function
 //! were a third of kbxscope's user time (BENCHMARKS, "The replay's CPU").
+//! A process with a preloaded library reads through libc instead, so that
+//! an interposer such as `record`'s sees every read.
 
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek};
+use std::sync::OnceLock;
 
 /// Anything the buffered reader reads and seeks: a keybox file, or bytes
 /// in memory (a database's blobs, tests, fuzzing).
@@ -29,13 +32,26 @@ pub trait RawRead: Read + Seek {
 
 impl RawRead for File {
     /// rustix's `read(2)`: on Linux the system call itself, inlined here,
-    /// with no libc function to return from.
+    /// with no libc function to return from. Except when a library is
+    /// preloaded (`LD_PRELOAD` set): then `File::read`, through libc.
     #[inline(always)]
     fn read_once(&mut self, into: &mut [u8]) -> io::Result<usize> {
+        if through_libc() {
+            return self.read(into);
+        }
         // As `File::read` does: no more than `isize::MAX` bytes at once.
         let len = into.len().min(isize::MAX as usize);
         rustix::io::read(&*self, &mut into[..len]).map_err(io::Error::from)
     }
+}
+
+/// Whether a library is preloaded into this process (`LD_PRELOAD` is set):
+/// then reads go through libc's `read`, where the library can see them
+/// (kbxscope's own `record`, Darshan, any other interposer), as it cannot
+/// see a system call made directly. Asked once.
+fn through_libc() -> bool {
+    static PRELOADED: OnceLock<bool> = OnceLock::new();
+    *PRELOADED.get_or_init(|| std::env::var_os("LD_PRELOAD").is_some_and(|v| !v.is_empty()))
 }
 
 impl<T: AsRef<[u8]>> RawRead for Cursor<T> {}
