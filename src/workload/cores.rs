@@ -73,6 +73,15 @@ pub(super) fn in_order<R: Send>(n: usize, one: impl Fn(usize) -> R + Sync, mut e
     hand_on(&mut emitted);
 }
 
+/// Runs its closure when dropped.
+struct Finish<'a>(&'a dyn Fn());
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
 /// Items made one at a time by `produce` on this thread (it is handed a
 /// `send`), each worked on by `one` on another core as soon as it is made;
 /// once `produce` returns, this thread works on what is left too. Returns
@@ -111,14 +120,20 @@ pub(super) fn as_made<T: Send, R: Send, P>(
     };
     let (mut results, made) = std::thread::scope(|s| {
         let helpers = helpers(s, &work);
+        // However `produce` ends (a panic too), the helpers are told the
+        // queue is finished, or the scope would wait for them forever.
+        let finished = || {
+            lock().finished = true;
+            ready.notify_all();
+        };
+        let finish = Finish(&finished);
         let mut made = 0;
         let produced = produce(&mut |t| {
             lock().items.push_back((made, t));
             made += 1;
             ready.notify_one();
         });
-        lock().finished = true;
-        ready.notify_all();
+        drop(finish);
         let mut results = work();
         for h in helpers {
             results.extend(joined(h));
@@ -173,5 +188,19 @@ mod tests {
         assert_eq!(said, "made");
         let (none, ()) = as_made(|_: &mut dyn FnMut(u8)| (), |i| i);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn a_producer_that_panics_does_not_leave_the_helpers_waiting() {
+        let r = std::panic::catch_unwind(|| {
+            as_made(
+                |send| {
+                    send(1u8);
+                    panic!("the pass broke");
+                },
+                |i| i,
+            )
+        });
+        assert!(r.is_err(), "the panic comes through, and nothing hangs");
     }
 }
