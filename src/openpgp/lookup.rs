@@ -100,10 +100,7 @@ pub struct Signer {
 impl Signer {
     /// Decode a signer from its blob.
     pub fn from_blob(blob: &KeyBlob<'_>) -> Self {
-        Self::with_keyblock(blob, Keyblock::parse(blob.data()))
-    }
-
-    fn with_keyblock(blob: &KeyBlob<'_>, keyblock: Keyblock) -> Self {
+        let keyblock = Keyblock::parse(blob.data());
         let primary_uid = keyblock.primary_uid();
         Self {
             primary_uid,
