@@ -12,8 +12,9 @@
 pub(super) use crate::kbx::keypacket::key_id_of;
 use std::ops::Range;
 
-use pgp::packet::{Packet, PacketParser, PublicKey, PublicSubkey, Signature, UserAttribute, UserId};
-use pgp::types::KeyDetails;
+use pgp::packet::{Packet, PacketHeader, PacketParser, PublicKey, PublicSubkey, Signature, UserAttribute, UserId};
+use pgp::ser::Serialize;
+use pgp::types::{Fingerprint, KeyDetails, KeyVersion, PacketLength};
 
 use super::raw::KeyPacket;
 
@@ -24,8 +25,11 @@ pub enum Component {
     Key,
     /// A user id.
     Uid(UserId),
-    /// A user attribute (photo id).
-    Uat(UserAttribute),
+    /// A user attribute (photo id): decoded by the crate only where the
+    /// keyblock's framing was not read; else its bytes are read where they
+    /// lie (they are most of a keyblock with a photo, and the crate would
+    /// copy them).
+    Uat(Option<UserAttribute>),
     /// A subkey; `None` when the crate could not decode it.
     Subkey(Option<Box<PublicSubkey>>),
 }
@@ -66,6 +70,37 @@ pub struct Group {
     pub body: Option<Range<usize>>,
 }
 
+/// A key the crate decoded, with what is made of it once, where the crate
+/// would make it again for every signature: its serialization as the crate
+/// writes it (what a signature's digest takes of the key), its fingerprint
+/// and its key id.
+#[derive(Debug, Clone)]
+pub(super) struct DecodedKey {
+    /// The 64-bit key id, as the crate's `legacy_key_id` gives it.
+    pub(super) id: [u8; 8],
+    /// The fingerprint, as the crate's `fingerprint` gives it.
+    pub(super) fingerprint: Fingerprint,
+    /// The key packet's body as the crate's `to_writer` writes it.
+    pub(super) serialized: Vec<u8>,
+    /// `None` for the primary key, else the index of the subkey's group.
+    pub(super) group: Option<usize>,
+}
+
+impl DecodedKey {
+    /// What is made of `key`, the key of `group`; `None` if the crate
+    /// cannot serialize it.
+    pub(super) fn of(key: &(impl KeyDetails + Serialize), group: Option<usize>) -> Option<Self> {
+        let fingerprint = key.fingerprint();
+        // The crate's `legacy_key_id`, without hashing the key again.
+        let id = match (key.version(), fingerprint.as_bytes()) {
+            (KeyVersion::V4, f) if f.len() == 20 => key_id_of(&f[12..]),
+            (KeyVersion::V6, f) if f.len() >= 8 => key_id_of(&f[..8]),
+            _ => key_id_of(key.legacy_key_id().as_ref()),
+        };
+        Some(Self { id, fingerprint, serialized: key.to_bytes().ok()?, group })
+    }
+}
+
 /// A decoded keyblock.
 #[derive(Debug, Clone)]
 pub struct Keyblock {
@@ -74,12 +109,13 @@ pub struct Keyblock {
     pub primary: Option<Box<PublicKey>>,
     /// The groups in keyblock order, starting with [`Component::Key`].
     pub groups: Vec<Group>,
-    /// The keyblock's bytes.
+    /// The bytes the keyblock lies in (its blob, when handed over whole):
+    /// every body range is into them.
     image: Vec<u8>,
     /// Where the primary key packet's body lies in them.
     primary_body: Option<Range<usize>>,
-    /// [`Self::decoded_key_ids`].
-    decoded_ids: Vec<([u8; 8], Option<usize>)>,
+    /// [`Self::decoded_keys`].
+    decoded: Vec<DecodedKey>,
     /// Whether the crate decoded every packet and they come in the order
     /// its composed-key parser reads whole (the primary v4 key first, its
     /// signatures, user ids and photo ids, then subkeys): the parser would
@@ -92,14 +128,24 @@ impl Keyblock {
     /// decoded as packets; the one after a signature gives its cached
     /// verdict (the "sigcache" byte: bit 0 checked, bit 1 valid).
     pub fn parse(image: &[u8]) -> Self {
+        Self::parse_in(image.to_vec(), 0..image.len())
+    }
+
+    /// [`Self::parse`] of the keyblock at `within` of `bytes` (a blob's
+    /// image), keeping `bytes` instead of copying the keyblock out of them.
+    /// An empty keyblock if `within` is not in `bytes`.
+    pub fn parse_in(bytes: Vec<u8>, within: Range<usize>) -> Self {
+        let within = if bytes.get(within.clone()).is_some() { within } else { 0..0 };
+        let base = within.start;
         let mut kb = Keyblock {
             primary: None,
             groups: vec![Group { component: Component::Key, sigs: Vec::new(), body: None }],
-            image: image.to_vec(),
+            image: Vec::new(),
             primary_body: None,
-            decoded_ids: Vec::new(),
+            decoded: Vec::new(),
             composed: true,
         };
+        let image = &bytes[within];
         let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
             kb.composed = false;
             // Framing the splitter does not read (e.g. partial lengths):
@@ -107,6 +153,7 @@ impl Keyblock {
             for p in PacketParser::new(image) {
                 kb.add(p, None, None);
             }
+            kb.image = bytes;
             return kb;
         };
         let mut start = 0;
@@ -125,26 +172,36 @@ impl Keyblock {
                 }
                 continue;
             }
-            if let Some(item) = PacketParser::new(whole).next() {
-                kb.add(item, Some(p.tag), Some(body_start..end));
+            if p.tag == crate::kbx::keyblock::tag::USER_ATTRIBUTE {
+                kb.add_user_attribute(crate_decodes_uat(p.body), base + body_start..base + end);
+                continue;
+            }
+            if let Some(item) = decode_packet(whole) {
+                kb.add(item, Some(p.tag), Some(base + body_start..base + end));
             }
         }
-        kb.composed &= kb.primary.as_ref().is_some_and(|k| k.version() == pgp::types::KeyVersion::V4);
-        // Each key id is a hash of the key: made once here, not for every
-        // signature the key is looked for by.
-        let primary = kb.primary.iter().map(|k| (key_id_of(k.legacy_key_id().as_ref()), None));
+        kb.image = bytes;
+        kb.composed &= kb.primary.as_ref().is_some_and(|k| k.version() == KeyVersion::V4);
+        // A key's id and fingerprint are hashes of its serialization: made
+        // once here, not for every signature it makes or is signed with.
+        let primary = kb.primary.iter().filter_map(|k| DecodedKey::of(k.as_ref(), None));
         let subkeys = kb.groups.iter().enumerate().filter_map(|(i, g)| match &g.component {
-            Component::Subkey(Some(k)) => Some((key_id_of(k.legacy_key_id().as_ref()), Some(i))),
+            Component::Subkey(Some(k)) => DecodedKey::of(k.as_ref(), Some(i)),
             _ => None,
         });
-        kb.decoded_ids = primary.chain(subkeys).collect();
+        kb.decoded = primary.chain(subkeys).collect();
         kb
     }
 
-    /// The key ids of the keys the crate decoded: `None` for the primary
-    /// key, else the index of the subkey's group.
-    pub(super) fn decoded_key_ids(&self) -> &[([u8; 8], Option<usize>)] {
-        &self.decoded_ids
+    /// The keys the crate decoded, the primary key first.
+    pub(super) fn decoded_keys(&self) -> &[DecodedKey] {
+        &self.decoded
+    }
+
+    /// The decoded key of a group (`None`: the primary key), if the crate
+    /// decoded it.
+    pub(super) fn decoded_key(&self, group: Option<usize>) -> Option<&DecodedKey> {
+        self.decoded.iter().find(|k| k.group == group)
     }
 
     /// Whether the `pgp` crate's composed-key parser, given this
@@ -164,7 +221,7 @@ impl Keyblock {
         use crate::kbx::keyblock::tag as t;
         // What the composed-key parser would not read as these groups hold it.
         let before_primary = self.primary.is_none();
-        let after_subkey = self.groups.iter().any(|g| matches!(g.component, Component::Subkey(_)));
+        let after_subkey = self.after_subkey();
         match &p {
             Ok(Packet::PublicKey(_)) if before_primary => {}
             Ok(Packet::Signature(s)) if !before_primary && s.config().is_some() => {}
@@ -181,14 +238,18 @@ impl Keyblock {
             Ok(Packet::Signature(s)) => {
                 // The crate keeps a version it does not read (v5) as bytes only.
                 let decoded = match s.config() {
-                    Some(_) => Ok(Box::new(s)),
+                    // The crate's parser reserves room for 32 subpackets in
+                    // each area of every signature; its clone holds just the
+                    // ones there (on a 42 MiB keybox the room was 80 of the
+                    // 216 MB an index held).
+                    Some(_) => Ok(Box::new(s.clone())),
                     None => Err(Undecoded::Version(u8::from(s.version()))),
                 };
                 self.push_sig(Part { decoded, cached: None, body });
                 return;
             }
             Ok(Packet::UserId(u)) => Component::Uid(u),
-            Ok(Packet::UserAttribute(u)) => Component::Uat(u),
+            Ok(Packet::UserAttribute(u)) => Component::Uat(Some(u)),
             Ok(Packet::PublicSubkey(k)) => Component::Subkey(Some(Box::new(k))),
             Ok(_) => return,
             Err(e) => {
@@ -209,10 +270,32 @@ impl Keyblock {
         self.groups.push(Group { component, sigs: Vec::new(), body });
     }
 
+    /// Whether a subkey came before.
+    fn after_subkey(&self) -> bool {
+        self.groups.iter().any(|g| matches!(g.component, Component::Subkey(_)))
+    }
+
+    /// Add a user attribute packet whose body lies at `body`, as [`Self::add`]
+    /// adds one the crate decoded (`decodes`) or failed to.
+    fn add_user_attribute(&mut self, decodes: bool, body: Range<usize>) {
+        if !decodes || self.primary.is_none() || self.after_subkey() {
+            self.composed = false;
+        }
+        if decodes {
+            self.groups.push(Group { component: Component::Uat(None), sigs: Vec::new(), body: Some(body) });
+        }
+    }
+
     fn push_sig(&mut self, part: Part) {
         if let Some(g) = self.groups.last_mut() {
             g.sigs.push(part);
         }
+    }
+
+    /// The bytes the keyblock was decoded in: its own, or the blob image
+    /// handed to [`Self::parse_in`].
+    pub fn held_bytes(&self) -> &[u8] {
+        &self.image
     }
 
     /// The bytes of a packet body recorded at parse time.
@@ -250,7 +333,7 @@ impl Keyblock {
         if !self.all_keys_decoded() {
             return self.raw_keys().map(|k| k.key_id).collect();
         }
-        self.decoded_ids.iter().map(|(id, _)| *id).collect()
+        self.decoded.iter().map(|k| k.id).collect()
     }
 
     /// The primary key's creation time, Unix seconds (read from its bytes
@@ -265,8 +348,8 @@ impl Keyblock {
     /// The primary key's 64-bit key id (read from its bytes when the crate
     /// could not decode it).
     pub fn key_id(&self) -> Option<[u8; 8]> {
-        match self.decoded_ids.first() {
-            Some((id, None)) => Some(*id),
+        match self.decoded.first() {
+            Some(DecodedKey { id, group: None, .. }) => Some(*id),
             _ => self.raw_primary().map(|k| k.key_id),
         }
     }
@@ -341,6 +424,52 @@ impl Keyblock {
     }
 }
 
+/// One packet (header and body) decoded by the crate: what its packet
+/// parser makes of it, without the reader the parser puts around each
+/// packet (which copies the body) when its length is fixed.
+fn decode_packet(whole: &[u8]) -> Option<pgp::errors::Result<Packet>> {
+    let mut body = whole;
+    match PacketHeader::try_from_reader(&mut body) {
+        Ok(header) if matches!(header.packet_length(), PacketLength::Fixed(_)) => {
+            Some(Packet::from_reader(header, body))
+        }
+        _ => PacketParser::new(whole).next(),
+    }
+}
+
+/// Whether the crate decodes a user attribute packet with this body
+/// (`UserAttribute::try_from_reader`, then nothing may be left of the
+/// body): one subpacket, with a type byte, running to the body's end (it
+/// may claim more); for an image, a header of at least 4 bytes, there up
+/// to what the crate reads of it (a JPEG header's 12 bytes after the
+/// first 4; another header version's whole length).
+fn crate_decodes_uat(body: &[u8]) -> bool {
+    let (len, at): (usize, usize) = match body {
+        [l @ 0..=191, ..] => (usize::from(*l), 1),
+        [l @ 192..=254, b, ..] => (((usize::from(*l) - 192) << 8) + 192 + usize::from(*b), 2),
+        [255, a, b, c, d, ..] => (u32::from_be_bytes([*a, *b, *c, *d]) as usize, 5),
+        _ => return false,
+    };
+    let sub = &body[at..body.len().min(at.saturating_add(len))];
+    if at + sub.len() < body.len() {
+        return false;
+    }
+    match sub {
+        [1, rest @ ..] => {
+            let [l0, l1, version, ..] = *rest else { return false };
+            let header_len = usize::from(u16::from_le_bytes([l0, l1]));
+            match (version, rest.get(3)) {
+                _ if header_len < 4 => false,
+                (1, Some(1)) => header_len - 4 >= 12 && rest.len() >= 4 + 12,
+                (1, format) => format.is_some(),
+                _ => rest.len() >= header_len,
+            }
+        }
+        [_, ..] => true,
+        [] => false,
+    }
+}
+
 /// The signer's key id as gpg reads it: the issuer subpacket, else the
 /// issuer fingerprint's key id (last 8 bytes of a v4 fingerprint, first 8
 /// of a v5/v6 one).
@@ -356,4 +485,76 @@ pub(super) fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
 /// The signer's fingerprint from the issuer-fingerprint subpacket.
 pub(super) fn issuer_fpr(s: &Signature) -> Option<Vec<u8>> {
     s.issuer_fingerprint().into_iter().next().map(|f| f.as_bytes().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A user attribute packet (new-format header, five-octet length) around `body`.
+    fn packet(body: &[u8]) -> Vec<u8> {
+        let mut p = vec![0xC0 | crate::kbx::keyblock::tag::USER_ATTRIBUTE, 255];
+        p.extend((body.len() as u32).to_be_bytes());
+        p.extend_from_slice(body);
+        p
+    }
+
+    /// The crate's own answer.
+    fn crate_decodes(body: &[u8]) -> bool {
+        matches!(decode_packet(&packet(body)), Some(Ok(Packet::UserAttribute(_))))
+    }
+
+    /// Bodies around a photo id's: a subpacket length in each encoding,
+    /// claiming a little more or less than there is, a type, an image
+    /// header of any length, version and format, some image bytes, and the
+    /// body cut anywhere.
+    fn bodies() -> impl Strategy<Value = Vec<u8>> {
+        let image_header = (0u16..24, prop_oneof![Just(1u8), any::<u8>()], prop_oneof![Just(1u8), any::<u8>()]);
+        let subpacket = (prop_oneof![Just(1u8), any::<u8>()], image_header, 0usize..40);
+        (0u8..3, -2i64..3, subpacket, any::<prop::sample::Index>()).prop_map(
+            |(encoding, delta, (typ, (header_len, version, format), data), cut)| {
+                let mut content = vec![typ];
+                content.extend(header_len.to_le_bytes());
+                content.extend([version, format]);
+                content.extend(std::iter::repeat_n(0xAB, data));
+                let claimed = u32::try_from((content.len() as i64 + delta).max(0)).unwrap_or(0);
+                let mut body = match encoding {
+                    0 => vec![claimed.min(191) as u8],
+                    1 => {
+                        let v = claimed.clamp(192, 16319) - 192;
+                        vec![(v >> 8) as u8 + 192, (v & 0xFF) as u8]
+                    }
+                    _ => [vec![255], claimed.to_be_bytes().to_vec()].concat(),
+                };
+                body.extend(content);
+                body.truncate(cut.index(body.len() + 1));
+                body
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        /// Whether a photo id decodes is the crate's answer, without the
+        /// crate copying the photo.
+        #[test]
+        fn user_attributes_decode_as_the_crate_says(body in prop_oneof![bodies(), prop::collection::vec(any::<u8>(), 0..24)]) {
+            prop_assert_eq!(crate_decodes_uat(&body), crate_decodes(&body), "body {:02x?}", body);
+        }
+    }
+
+    #[test]
+    fn a_gnupg_photo_id_decodes() {
+        // GnuPG's photo id: a two-octet subpacket length, type 1, the
+        // 16-byte JPEG header (length 16, version 1, format 1, 12 zeros).
+        let mut content = vec![1, 16, 0, 1, 1];
+        content.extend([0; 12]);
+        content.extend([0xFF, 0xD8, 0xFF, 0xE0].repeat(100));
+        let v = content.len() as u32 - 192;
+        let mut body = vec![(v >> 8) as u8 + 192, (v & 0xFF) as u8];
+        body.extend(&content);
+        assert!(crate_decodes(&body));
+        assert!(crate_decodes_uat(&body));
+    }
 }

@@ -203,14 +203,15 @@ pub fn check_keyblock(
     // that order.
     let first_uid = kb.primary_uid_group();
     let rest = (1..kb.groups.len()).filter(|&i| Some(i) != first_uid);
-    for g in std::iter::once(0).chain(first_uid).chain(rest).map(|i| &kb.groups[i]) {
+    for (i, g) in std::iter::once(0).chain(first_uid).chain(rest).map(|i| (i, &kb.groups[i])) {
         let (kind, label) = match &g.component {
             Component::Key => ("key", String::new()),
             Component::Uid(u) => ("uid", String::from_utf8_lossy(u.id()).into_owned()),
             Component::Uat(_) => ("uat", "[user attribute]".to_string()),
-            Component::Subkey(Some(k)) => {
-                ("sub", hex_upper(pgp::types::KeyDetails::fingerprint(k.as_ref()).as_bytes()))
-            }
+            Component::Subkey(Some(k)) => match kb.decoded_key(Some(i)) {
+                Some(made) => ("sub", hex_upper(made.fingerprint.as_bytes())),
+                None => ("sub", hex_upper(pgp::types::KeyDetails::fingerprint(k.as_ref()).as_bytes())),
+            },
             Component::Subkey(None) => {
                 let raw = g.body.as_ref().and_then(|b| raw::KeyPacket::parse(kb.bytes(b)).ok());
                 ("sub", raw.map(|k| hex_upper(&k.fingerprint)).unwrap_or_default())
@@ -343,8 +344,8 @@ fn check_one(
     }
     // The pgp crate's digest where it decoded everything, else the one
     // made from the packets' bytes.
-    let decoded = match (&part.decoded, kb.primary.as_deref(), signer_key) {
-        (Ok(sig), Some(primary), Some(k)) => Some(verify::verify(primary, &group.component, sig, k)),
+    let decoded = match (&part.decoded, signer_key) {
+        (Ok(sig), Some(k)) => verify::verify(kb, group, sig, k),
         _ => None,
     };
     let verdict = match decoded {

@@ -5,7 +5,8 @@
 //!
 //! * [`verify`]: the `pgp` crate hashes what a signature covers when it
 //!   decodes the keys and the signature, and hands the digest to the
-//!   signer's key through `Checked`;
+//!   signer's key through `Made` (which also gives the crate each key's
+//!   id, fingerprint and serialization, made once per keyblock);
 //! * [`verify_raw`]: for what the crate cannot decode (v5 keys and
 //!   signatures, certifications over them) the digest is made from the
 //!   packets' bytes ([`super::raw`]).
@@ -24,39 +25,46 @@ use pgp::types::{
     Fingerprint, KeyDetails, KeyId, KeyVersion, PublicParams, SignatureBytes, Tag, Timestamp, VerifyingKey,
 };
 
-use super::keyblock::{Component, Keyblock};
+use super::keyblock::{Component, DecodedKey, Group, Keyblock};
 use super::raw;
 use crate::crypto::fit_left;
 use crate::crypto::tally::{self, Verified};
 
-/// A key that can verify: a primary key or a subkey.
+/// A key the crate decoded: a primary key or a subkey.
 #[derive(Clone, Copy)]
-pub(super) enum SignerKey<'a> {
-    /// A primary key.
+enum Key<'a> {
     Primary(&'a PublicKey),
-    /// A subkey.
     Sub(&'a PublicSubkey),
+}
+
+/// A key that can verify: a primary key or a subkey, with its id,
+/// fingerprint and serialization made once ([`DecodedKey`]).
+#[derive(Clone, Copy)]
+pub(super) struct SignerKey<'a> {
+    key: Key<'a>,
+    made: &'a DecodedKey,
 }
 
 impl<'a> SignerKey<'a> {
     /// The key's creation time.
     pub(super) fn created_at(&self) -> Timestamp {
-        match self {
-            Self::Primary(k) => k.created_at(),
-            Self::Sub(k) => k.created_at(),
+        match self.key {
+            Key::Primary(k) => k.created_at(),
+            Key::Sub(k) => k.created_at(),
         }
     }
 
     /// The key of `kb` (primary or subkey) whose key id is `kid`.
     pub(super) fn find(kb: &'a Keyblock, kid: &[u8; 8]) -> Option<Self> {
-        let (_, group) = kb.decoded_key_ids().iter().find(|(id, _)| id == kid)?;
-        match group {
-            None => kb.primary.as_deref().map(Self::Primary),
-            Some(i) => match &kb.groups[*i].component {
-                Component::Subkey(Some(k)) => Some(Self::Sub(k.as_ref())),
-                _ => None,
+        let made = kb.decoded_keys().iter().find(|k| k.id == *kid)?;
+        let key = match made.group {
+            None => Key::Primary(kb.primary.as_deref()?),
+            Some(i) => match &kb.groups[i].component {
+                Component::Subkey(Some(k)) => Key::Sub(k.as_ref()),
+                _ => return None,
             },
-        }
+        };
+        Some(Self { key, made })
     }
 }
 
@@ -72,40 +80,48 @@ pub(super) enum Verdict {
     Error(String),
 }
 
-/// Verify `sig`, attached to `component` of the keyblock whose primary
-/// key is `primary`, with `signer`.
-pub(super) fn verify(primary: &PublicKey, component: &Component, sig: &Signature, signer: SignerKey<'_>) -> Verdict {
+/// Verify `sig`, attached to `group` of the keyblock `kb`, with `signer`;
+/// `None` when the crate did not decode the keyblock's primary key (or
+/// the signed subkey, or the photo id).
+pub(super) fn verify(kb: &Keyblock, group: &Group, sig: &Signature, signer: SignerKey<'_>) -> Option<Verdict> {
     let class = sig.typ().map_or(0, u8::from);
+    let primary = Made { key: kb.primary.as_deref()?, made: kb.decoded_key(None)?, first: () };
     macro_rules! with_signer {
         ($k:ident => $e:expr) => {
-            match signer {
-                SignerKey::Primary(key) => {
-                    let $k = &Checked { key, first: verify_digest };
+            match signer.key {
+                Key::Primary(key) => {
+                    let $k = &Made { key, made: signer.made, first: verify_digest };
                     $e
                 }
-                SignerKey::Sub(key) => {
-                    let $k = &Checked { key, first: verify_digest };
+                Key::Sub(key) => {
+                    let $k = &Made { key, made: signer.made, first: verify_digest };
                     $e
                 }
             }
         };
     }
-    let r = match (component, class) {
-        (Component::Key, 0x1F | 0x20) => with_signer!(k => sig.verify_key_third_party(primary, k)),
+    let r = match (&group.component, class) {
+        (Component::Key, 0x1F | 0x20) => with_signer!(k => sig.verify_key_third_party(&primary, k)),
         (Component::Uid(u), 0x10..=0x13 | 0x30) => {
-            with_signer!(k => sig.verify_third_party_certification(primary, k, Tag::UserId, u))
+            with_signer!(k => sig.verify_third_party_certification(&primary, k, Tag::UserId, u))
         }
-        (Component::Uat(u), 0x10..=0x13 | 0x30) => {
-            with_signer!(k => sig.verify_third_party_certification(primary, k, Tag::UserAttribute, u))
+        (Component::Uat(Some(u)), 0x10..=0x13 | 0x30) => {
+            with_signer!(k => sig.verify_third_party_certification(&primary, k, Tag::UserAttribute, u))
         }
-        (Component::Subkey(Some(sub)), 0x18 | 0x28) => with_signer!(k => sig.verify_subkey_binding(k, sub.as_ref())),
-        (Component::Subkey(None), 0x18 | 0x28) => return Verdict::Error("Unknown public key algorithm".into()),
-        _ => return Verdict::Error("Invalid signature class".into()),
+        // A photo id kept as its bytes: the digest is made from them.
+        (Component::Uat(None), _) => return None,
+        (Component::Subkey(Some(sub)), 0x18 | 0x28) => {
+            let index = kb.groups.iter().position(|g| std::ptr::eq(g, group));
+            let sub = Made { key: sub.as_ref(), made: kb.decoded_key(Some(index?))?, first: () };
+            with_signer!(k => sig.verify_subkey_binding(k, &sub))
+        }
+        (Component::Subkey(None), 0x18 | 0x28) => return Some(Verdict::Error("Unknown public key algorithm".into())),
+        _ => return Some(Verdict::Error("Invalid signature class".into())),
     };
-    match r {
+    Some(match r {
         Ok(()) => Verdict::Good,
         Err(e) => classify(&e),
-    }
+    })
 }
 
 /// Verify `sig` (read from its bytes) over `primary` and `signed` with
@@ -146,29 +162,32 @@ fn classify(e: &Error) -> Verdict {
     }
 }
 
-/// A signer's key with a check tried first (`first`: key parameters,
-/// hash, digest, signature): its verdict where it gives one, else the
-/// key's own. Everything but `verify` is the key's.
-struct Checked<'a, K, C> {
+/// A decoded key as the crate's checks take it, with its id, fingerprint
+/// and serialization from [`DecodedKey`] (the crate's own, made once)
+/// instead of made again for every signature; as a signer, with a check
+/// tried first (`first`: key parameters, hash, digest, signature): its
+/// verdict where it gives one, else the key's own.
+struct Made<'a, K, C> {
     key: &'a K,
+    made: &'a DecodedKey,
     first: C,
 }
 
-impl<K: std::fmt::Debug, C> std::fmt::Debug for Checked<'_, K, C> {
+impl<K: std::fmt::Debug, C> std::fmt::Debug for Made<'_, K, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Checked").field(self.key).finish()
+        f.debug_tuple("Made").field(self.key).finish()
     }
 }
 
-impl<K: KeyDetails, C> KeyDetails for Checked<'_, K, C> {
+impl<K: KeyDetails, C> KeyDetails for Made<'_, K, C> {
     fn version(&self) -> KeyVersion {
         self.key.version()
     }
     fn legacy_key_id(&self) -> KeyId {
-        self.key.legacy_key_id()
+        KeyId::from(self.made.id)
     }
     fn fingerprint(&self) -> Fingerprint {
-        self.key.fingerprint()
+        self.made.fingerprint.clone()
     }
     fn algorithm(&self) -> pgp::crypto::public_key::PublicKeyAlgorithm {
         self.key.algorithm()
@@ -184,7 +203,7 @@ impl<K: KeyDetails, C> KeyDetails for Checked<'_, K, C> {
     }
 }
 
-impl<K, C> VerifyingKey for Checked<'_, K, C>
+impl<K, C> VerifyingKey for Made<'_, K, C>
 where
     K: VerifyingKey,
     C: Fn(&PublicParams, pgp::crypto::hash::HashAlgorithm, &[u8], &SignatureBytes) -> Option<pgp::errors::Result<()>>,
@@ -202,12 +221,13 @@ where
     }
 }
 
-impl<K: Serialize, C> Serialize for Checked<'_, K, C> {
+impl<K, C> Serialize for Made<'_, K, C> {
     fn to_writer<W: std::io::Write>(&self, w: &mut W) -> pgp::errors::Result<()> {
-        self.key.to_writer(w)
+        w.write_all(&self.made.serialized)?;
+        Ok(())
     }
     fn write_len(&self) -> usize {
-        self.key.write_len()
+        self.made.serialized.len()
     }
 }
 
@@ -363,7 +383,11 @@ mod tests {
             *seen.borrow_mut() = Some((hash, digest.to_vec(), sig.clone()));
             None
         };
-        let capture = Checked { key: bob_key, first: remember };
+        let bob_made = DecodedKey::of(bob_key, None).unwrap();
+        assert_eq!(bob_made.fingerprint, bob_key.fingerprint(), "made once, the crate's own");
+        assert_eq!(KeyId::from(bob_made.id), bob_key.legacy_key_id());
+        assert_eq!(bob_made.serialized, bob_key.to_bytes().unwrap());
+        let capture = Made { key: bob_key, made: &bob_made, first: remember };
         sig.verify_third_party_certification(&key.primary_key, &capture, Tag::UserId, user).unwrap();
         let (hash, digest, bytes) = seen.take().expect("the pgp crate asked the key");
         assert!(rsa_verified_fast(bob_key.public_params(), hash, &digest, &bytes), "a good RSA signature");
@@ -372,9 +396,13 @@ mod tests {
         assert!(!rsa_verified_fast(bob_key.public_params(), hash, &wrong, &bytes), "another digest");
         assert!(!rsa_verified_fast(key.primary_key.public_params(), hash, &digest, &bytes), "not an RSA key");
         // Through verify(): good, and bad once the certified user id changes.
-        let component = Component::Uid(key.details.users[0].id.clone());
-        assert_eq!(verify(&key.primary_key, &component, sig, SignerKey::Primary(bob_key)), Verdict::Good);
+        let kb = Keyblock::parse(&block.bytes);
+        let bob_kb = Keyblock::parse(&bob.keyblock().unwrap().0.bytes);
+        let signer = SignerKey::find(&bob_kb, &bob_made.id).expect("bob's primary key");
+        let uid = kb.groups.iter().find(|g| matches!(g.component, Component::Uid(_))).unwrap();
+        assert_eq!(verify(&kb, uid, sig, signer), Some(Verdict::Good));
         let other = pgp::packet::UserId::from_str(Default::default(), "Mallory <m@example.org>").unwrap();
-        assert_eq!(verify(&key.primary_key, &Component::Uid(other), sig, SignerKey::Primary(bob_key)), Verdict::Bad);
+        let other = Group { component: Component::Uid(other), sigs: Vec::new(), body: None };
+        assert_eq!(verify(&kb, &other, sig, signer), Some(Verdict::Bad));
     }
 }

@@ -185,6 +185,12 @@ impl<'r, F: RawRead> Scanner<'r, F> {
         &self.image
     }
 
+    /// The blob of the last [`Item::Blob`], handed over (the next blob is
+    /// read into a new buffer).
+    pub fn take_image(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.image)
+    }
+
     /// Deleted blobs after the last blob of the file (known at the end).
     pub fn trailing_deleted(&self) -> u64 {
         self.trailing_deleted

@@ -125,17 +125,20 @@ pub fn run<O: Opener + Clone>(
             // (the pgp crate's work) as they come. Then every core checks
             // keys against the finished index while this thread prints
             // them, in order.
-            let decode = |(index, offset, image): (u64, u64, Vec<u8>)| match parse_blob(&image) {
-                Ok(Blob::Key(blob)) => {
-                    let (key, signer) = describe(index, offset, &blob);
-                    (key, Arc::new(signer))
-                }
-                _ => unreachable!("the pass hands on only blobs that parse"),
+            // The blob's bytes are handed over, not copied: the keyblock
+            // is decoded in them and keeps them.
+            let decode = |(index, offset, image): (u64, u64, Vec<u8>)| {
+                let signer = Signer::from_image(image).expect("the pass hands on only key blobs");
+                let Ok(Blob::Key(blob)) = parse_blob(signer.keyblock.held_bytes()) else {
+                    unreachable!("the same bytes parsed in the pass");
+                };
+                let key = listing(index, offset, &blob, &signer);
+                (key, Arc::new(signer))
             };
             let (pending, opened) = cores::as_made(
                 |send| {
-                    blob_pass(opener, &mut out, |index, offset, blob, _| {
-                        send((index, offset, blob.image().to_vec()));
+                    blob_pass(opener, &mut out, |index, offset, scan, _| {
+                        send((index, offset, scan.take_image()));
                         Ok(())
                     })
                 },
@@ -179,20 +182,22 @@ fn listing_pass<O: Opener>(
     out: &mut SigsOutcome,
     mut f: impl FnMut(KeySigs, Arc<Signer>, &mut SigsOutcome) -> Result<(), ScanError>,
 ) -> Result<(), OpenError> {
-    blob_pass(opener, out, |index, offset, blob, out| {
-        let (key, signer) = describe(index, offset, blob);
+    blob_pass(opener, out, |index, offset, scan, out| {
+        let Ok(Blob::Key(blob)) = parse_blob(scan.image()) else { return Ok(()) };
+        let signer = Signer::from_blob(&blob);
+        let key = listing(index, offset, &blob, &signer);
         f(key, Arc::new(signer), out)
     })
 }
 
 /// One pass over the file: every OpenPGP blob that parses and is not
-/// flagged ephemeral is handed to `f` (blob index, offset, the blob, and
-/// the outcome). The first error (of the file, of a blob, or of `f`) ends
-/// it in `out.fatal`.
+/// flagged ephemeral is handed to `f` (blob index, offset, the scanner
+/// holding it, and the outcome). The first error (of the file, of a blob,
+/// or of `f`) ends it in `out.fatal`.
 fn blob_pass<O: Opener>(
     opener: &O,
     out: &mut SigsOutcome,
-    mut f: impl FnMut(u64, u64, &KeyBlob<'_>, &mut SigsOutcome) -> Result<(), ScanError>,
+    mut f: impl FnMut(u64, u64, &mut Scanner<'_, O::File>, &mut SigsOutcome) -> Result<(), ScanError>,
 ) -> Result<(), OpenError> {
     let mut handle = opener.open()?;
     let mut scan = Scanner::new(&mut handle);
@@ -205,18 +210,15 @@ fn blob_pass<O: Opener>(
                 if ty != BlobType::OpenPgp {
                     continue;
                 }
-                let blob = match parse_blob(scan.image()) {
-                    Ok(Blob::Key(b)) => b,
+                match parse_blob(scan.image()) {
+                    Ok(Blob::Key(b)) if !b.is_ephemeral() => {}
                     Ok(_) => continue,
                     Err(e) => {
                         out.fatal = Some(ScanError::parse(index, offset, e));
                         break;
                     }
-                };
-                if blob.is_ephemeral() {
-                    continue;
                 }
-                if let Err(e) = f(index, offset, &blob, out) {
+                if let Err(e) = f(index, offset, &mut scan, out) {
                     out.fatal = Some(e);
                     break;
                 }
@@ -230,9 +232,8 @@ fn blob_pass<O: Opener>(
     Ok(())
 }
 
-/// The listing entry of a blob, and the blob as a signer.
-fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
-    let signer = Signer::from_blob(blob);
+/// The listing entry of a blob, decoded as `signer`.
+fn listing(index: u64, offset: u64, blob: &KeyBlob<'_>, signer: &Signer) -> KeySigs {
     let (key, problem) = match openpgp::describe_keyblock(blob.data(), &signer.keyblock) {
         Ok(k) => (k, None),
         Err(why) => {
@@ -255,7 +256,7 @@ fn describe(index: u64, offset: u64, blob: &KeyBlob<'_>) -> (KeySigs, Signer) {
             (key, Some(why))
         }
     };
-    (KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }, signer)
+    KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }
 }
 
 /// Count a key's statuses and hand it on.
