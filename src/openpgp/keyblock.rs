@@ -293,9 +293,44 @@ impl Keyblock {
     }
 
     /// The bytes the keyblock was decoded in: its own, or the blob image
-    /// handed to [`Self::parse_in`].
+    /// handed to [`Self::parse_in`] (until [`Self::let_go_of_photos`]).
     pub fn held_bytes(&self) -> &[u8] {
         &self.image
+    }
+
+    /// Keep a copy of just the bytes later checks may read: without the
+    /// photo ids whose every signature comes with gpg's cached verdict
+    /// (their bytes are never read again; on a keybox with photos they are
+    /// most of it). The bytes held before are freed, to be used again.
+    pub fn let_go_of_photos(&mut self) {
+        let unread =
+            |g: &Group| matches!(g.component, Component::Uat(None)) && g.sigs.iter().all(|p| p.cached.is_some());
+        let mut gone: Vec<Range<usize>> =
+            self.groups.iter().filter(|g| unread(g)).filter_map(|g| g.body.clone()).collect();
+        if gone.is_empty() {
+            return;
+        }
+        gone.sort_by_key(|r| r.start);
+        let mut kept = Vec::with_capacity(self.image.len() - gone.iter().map(ExactSizeIterator::len).sum::<usize>());
+        let mut at = 0;
+        for r in &gone {
+            kept.extend_from_slice(&self.image[at..r.start]);
+            at = r.end;
+        }
+        kept.extend_from_slice(&self.image[at..]);
+        // Where a kept range lies now: before it, the bytes let go of.
+        let moved = |r: &mut Range<usize>| {
+            let before: usize = gone.iter().filter(|g| g.end <= r.start).map(ExactSizeIterator::len).sum();
+            *r = r.start - before..r.end - before;
+        };
+        for g in &mut self.groups {
+            if unread(g) {
+                g.body = None;
+            }
+            g.body.iter_mut().chain(g.sigs.iter_mut().filter_map(|p| p.body.as_mut())).for_each(moved);
+        }
+        self.primary_body.iter_mut().for_each(moved);
+        self.image = kept;
     }
 
     /// The bytes of a packet body recorded at parse time.
@@ -542,6 +577,65 @@ mod tests {
         fn user_attributes_decode_as_the_crate_says(body in prop_oneof![bodies(), prop::collection::vec(any::<u8>(), 0..24)]) {
             prop_assert_eq!(crate_decodes_uat(&body), crate_decodes(&body), "body {:02x?}", body);
         }
+    }
+
+    /// Every range a keyblock records, with its bytes (`None`: let go of).
+    fn recorded(kb: &Keyblock) -> Vec<Option<Vec<u8>>> {
+        let bytes = |r: &Option<Range<usize>>| r.as_ref().map(|r| kb.bytes(r).to_vec());
+        let groups = kb.groups.iter().flat_map(|g| std::iter::once(&g.body).chain(g.sigs.iter().map(|p| &p.body)));
+        std::iter::once(&kb.primary_body).chain(groups).map(bytes).collect()
+    }
+
+    #[test]
+    fn photos_are_let_go_of_only_when_no_check_reads_them() {
+        let mut photos = 0;
+        for data in [
+            &include_bytes!("../../tests/fixtures/gnupg-mixed.kbx")[..],
+            &include_bytes!("../../tests/fixtures/gnupg-deleted.kbx")[..],
+        ] {
+            let mut at = 0;
+            while at + 5 <= data.len() {
+                let len = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+                let image = &data[at..at + len];
+                at += len.max(5);
+                let Ok(crate::kbx::Blob::Key(b)) = crate::kbx::parse_blob(image) else { continue };
+                if b.blob_type != crate::kbx::BlobType::OpenPgp {
+                    continue;
+                }
+                let start = b.data().as_ptr() as usize - image.as_ptr() as usize;
+                let kb = Keyblock::parse_in(image.to_vec(), start..start + b.data().len());
+                let is_photo: Vec<bool> = std::iter::once(false)
+                    .chain(kb.groups.iter().flat_map(|g| {
+                        let photo = matches!(g.component, Component::Uat(None));
+                        std::iter::once(photo).chain(g.sigs.iter().map(|_| false))
+                    }))
+                    .collect();
+                // As GnuPG left it: every photo's signatures cached.
+                let mut all_cached = kb.clone();
+                all_cached.let_go_of_photos();
+                let mut gone = 0;
+                for ((before, after), photo) in recorded(&kb).into_iter().zip(recorded(&all_cached)).zip(&is_photo) {
+                    match (&before, after) {
+                        (Some(_), None) => {
+                            assert!(*photo, "only a photo's bytes are let go of");
+                            gone += 1;
+                        }
+                        (_, after) => assert_eq!(after, before, "every other range reads the same bytes"),
+                    }
+                }
+                assert!(gone == 0 || all_cached.held_bytes().len() < kb.held_bytes().len());
+                photos += gone;
+                // A photo signature without a cached verdict is verified from
+                // the photo's bytes: they are kept.
+                let mut uncached = kb.clone();
+                for g in uncached.groups.iter_mut().filter(|g| matches!(g.component, Component::Uat(None))) {
+                    g.sigs.iter_mut().for_each(|p| p.cached = None);
+                }
+                uncached.let_go_of_photos();
+                assert_eq!(recorded(&uncached), recorded(&kb));
+            }
+        }
+        assert!(photos >= 5, "the fixtures hold photo ids let go of ({photos})");
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! algorithms). It reads framing and key headers only; it checks no
 //! signature.
 
-use super::raw::KeyPacket;
 use crate::kbx::dump::hex_upper;
 use crate::kbx::keyblock::{split_packets, FramingError, Packet};
 use crate::kbx::keypacket::KeyPacketError;
@@ -120,14 +119,17 @@ fn algorithm_name(algo: u8, material: &[u8]) -> String {
 
 /// A key packet's listing (usage filled in later).
 fn key(body: &[u8], subkey: bool) -> Result<RawKey, KeyPacketError> {
-    let k = KeyPacket::parse(body)?;
+    // The header and where the material starts: the material itself is
+    // not decoded for a listing.
+    let k = crate::kbx::keypacket::key_packet(body)?;
+    let material = &body[k.material_start..];
     Ok(RawKey {
         subkey,
         version: k.version,
         fingerprint: hex_upper(&k.fingerprint),
         key_id: hex_upper(&k.key_id),
         created: k.created,
-        algorithm: algorithm_name(k.algo, k.material()),
+        algorithm: algorithm_name(k.algo, material),
         usage: String::new(),
     })
 }

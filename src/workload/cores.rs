@@ -73,6 +73,14 @@ pub(super) fn in_order<R: Send>(n: usize, one: impl Fn(usize) -> R + Sync, mut e
     hand_on(&mut emitted);
 }
 
+/// Drop `t` on a thread of its own, not waited for: the caller goes on
+/// at once, and a process that ends first hands the memory back to the
+/// system without freeing it piece by piece. Dropped here if no thread
+/// can be started.
+pub(super) fn free_aside<T: Send + 'static>(t: T) {
+    let _ = std::thread::Builder::new().name("kbxscope-free".into()).spawn(move || drop(t));
+}
+
 /// Runs its closure when dropped.
 struct Finish<'a>(&'a dyn Fn());
 
@@ -147,6 +155,20 @@ pub(super) fn as_made<T: Send, R: Send, P>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_is_freed_aside_is_dropped_on_another_thread() {
+        struct Tell(std::sync::mpsc::Sender<std::thread::ThreadId>);
+        impl Drop for Tell {
+            fn drop(&mut self) {
+                let _ = self.0.send(std::thread::current().id());
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        free_aside(Tell(tx));
+        let dropped_on = rx.recv().expect("dropped");
+        assert_ne!(dropped_on, std::thread::current().id());
+    }
 
     #[test]
     fn emit_sees_every_item_in_order_and_can_stop() {
