@@ -18,7 +18,7 @@ use pgp::types::{KeyDetails, PublicParams};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
-use super::keyblock::{Component, Group, Keyblock};
+use super::keyblock::{Component, DecodedKey, Group, Keyblock};
 use super::packets::{walk, RawKeyblock, WalkError};
 use crate::kbx::dump::hex_upper;
 use crate::timefmt::rfc3339;
@@ -142,22 +142,22 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
 /// composed parser drops the others); and the direct-key signatures (the
 /// key's own revocations not among them).
 struct Composed<'a> {
-    primary: &'a PublicKey,
+    primary: (&'a PublicKey, Option<&'a DecodedKey>),
     direct: Vec<&'a Signature>,
     users: Vec<(&'a [u8], Vec<&'a Signature>)>,
     user_attributes: usize,
-    subkeys: Vec<(&'a PublicSubkey, Vec<&'a Signature>)>,
+    subkeys: Vec<(&'a PublicSubkey, Option<&'a DecodedKey>, Vec<&'a Signature>)>,
 }
 
 impl<'a> Composed<'a> {
     /// From the crate's composed key.
     fn from_signed(key: &'a SignedPublicKey) -> Self {
         Composed {
-            primary: &key.primary_key,
+            primary: (&key.primary_key, None),
             direct: key.details.direct_signatures.iter().collect(),
             users: key.details.users.iter().map(|u| (u.id.id(), u.signatures.iter().collect())).collect(),
             user_attributes: key.details.user_attributes.len(),
-            subkeys: key.public_subkeys.iter().map(|s| (&s.key, s.signatures.iter().collect())).collect(),
+            subkeys: key.public_subkeys.iter().map(|s| (&s.key, None, s.signatures.iter().collect())).collect(),
         }
     }
 
@@ -177,13 +177,13 @@ impl<'a> Composed<'a> {
         let binding =
             |s: &Signature| matches!(s.typ(), Some(SignatureType::SubkeyBinding | SignatureType::SubkeyRevocation));
         let mut c = Composed {
-            primary: kb.primary.as_deref()?,
+            primary: (kb.primary.as_deref()?, kb.decoded_key(None)),
             direct: Vec::new(),
             users: Vec::new(),
             user_attributes: 0,
             subkeys: Vec::new(),
         };
-        for g in &kb.groups {
+        for (i, g) in kb.groups.iter().enumerate() {
             match &g.component {
                 Component::Key => c.direct = sigs(g, |s| s.typ() != Some(SignatureType::KeyRevocation)),
                 Component::Uid(u) => {
@@ -196,7 +196,7 @@ impl<'a> Composed<'a> {
                 Component::Subkey(Some(k)) => {
                     let bindings = sigs(g, binding);
                     if !bindings.is_empty() {
-                        c.subkeys.push((k, bindings));
+                        c.subkeys.push((k, kb.decoded_key(Some(i)), bindings));
                     }
                 }
                 Component::Subkey(None) => return None,
@@ -207,11 +207,12 @@ impl<'a> Composed<'a> {
 
     /// The listing.
     fn listing(&self) -> OpenPgpKey {
-        let primary = self.primary;
+        let (primary, made) = self.primary;
+        let (fingerprint, key_id) = ids(primary, made);
         let self_sigs = self.users.iter().flat_map(|(_, sigs)| sigs.iter().copied()).chain(self.direct.iter().copied());
         OpenPgpKey {
-            fingerprint: hex_upper(primary.fingerprint().as_bytes()),
-            key_id: hex_upper(primary.legacy_key_id().as_ref()),
+            fingerprint,
+            key_id,
             version: u8::from(primary.version()),
             created: rfc3339(primary.created_at().as_secs().into()),
             algorithm: algorithm_name(primary.public_params()),
@@ -221,16 +222,28 @@ impl<'a> Composed<'a> {
             subkeys: self
                 .subkeys
                 .iter()
-                .map(|(key, sigs)| OpenPgpSubkey {
-                    fingerprint: hex_upper(key.fingerprint().as_bytes()),
-                    key_id: hex_upper(key.legacy_key_id().as_ref()),
-                    created: rfc3339(key.created_at().as_secs().into()),
-                    algorithm: algorithm_name(key.public_params()),
-                    usage: usage_letters(sigs.iter().copied()),
+                .map(|(key, made, sigs)| {
+                    let (fingerprint, key_id) = ids(*key, *made);
+                    OpenPgpSubkey {
+                        fingerprint,
+                        key_id,
+                        created: rfc3339(key.created_at().as_secs().into()),
+                        algorithm: algorithm_name(key.public_params()),
+                        usage: usage_letters(sigs.iter().copied()),
+                    }
                 })
                 .collect(),
             undecoded: None,
         }
+    }
+}
+
+/// A key's fingerprint and key id in upper-case hex: as the keyblock made
+/// them once ([`DecodedKey`]), else made here.
+fn ids(key: &impl KeyDetails, made: Option<&DecodedKey>) -> (String, String) {
+    match made {
+        Some(m) => (hex_upper(m.fingerprint.as_bytes()), hex_upper(&m.id)),
+        None => (hex_upper(key.fingerprint().as_bytes()), hex_upper(key.legacy_key_id().as_ref())),
     }
 }
 
