@@ -298,17 +298,36 @@ fn print_string(out: &mut Vec<u8>, s: &[u8], delim: u8) {
 
 /// Upper-case hex, no separators.
 pub fn hex_upper(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02X}")).collect()
+    hex_with(b, b"0123456789ABCDEF")
 }
 
 /// Lower-case hex, no separators.
 pub fn hex_lower(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    hex_with(b, b"0123456789abcdef")
+}
+
+/// Each byte as two of `digits`, in one allocation.
+fn hex_with(b: &[u8], digits: &[u8; 16]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for &x in b {
+        s.push(char::from(digits[usize::from(x >> 4)]));
+        s.push(char::from(digits[usize::from(x & 0x0F)]));
+    }
+    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_digits_a_byte() {
+        let all: Vec<u8> = (0..=255).collect();
+        let upper: String = all.iter().map(|x| format!("{x:02X}")).collect();
+        assert_eq!(hex_upper(&all), upper);
+        assert_eq!(hex_lower(&all), upper.to_lowercase());
+        assert_eq!(hex_upper(&[]), "");
+    }
 
     #[test]
     fn escapes_like_kbxutil() {
