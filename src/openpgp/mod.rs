@@ -5,7 +5,8 @@
 //!   the `pgp` crate where it decodes the key, else from the packets
 //!   (`packets`);
 //! * `keyblock`: a keyblock split into components and signatures, the
-//!   primary user id picked as gpg does (no I/O);
+//!   primary user id picked as gpg does (no I/O); `packet_decode`: what the
+//!   `pgp` crate makes of each packet, from its bytes;
 //! * `raw`: key and signature packets read from their bytes, and the
 //!   digest gpg computes where the `pgp` crate cannot (v5);
 //! * `verify`: one signature checked with the signer's key (the
@@ -20,6 +21,7 @@
 mod describe;
 mod keyblock;
 pub(crate) mod lookup;
+mod packet_decode;
 mod packets;
 mod raw;
 mod sigs;
