@@ -247,7 +247,7 @@ pub fn check_keyblock(
             }
             let mut l = match mode {
                 Mode::WithSigs => line(Some(&meta), SigStatus::Unchecked, None),
-                Mode::CheckSigs => check_one(kb, g, part, &meta, &own_ids, now, lookup)?,
+                Mode::CheckSigs => check_one(kb, i, part, &meta, &own_ids, now, lookup)?,
             };
             if !matches!(l.status, SigStatus::Error | SigStatus::NoKey) {
                 match lookup.user_id_of(kid)? {
@@ -268,12 +268,13 @@ pub fn check_keyblock(
 }
 
 /// One signature through gpg's `check_key_signature2` (the arguments are
-/// what it reads: the keyblock, the signed component, the signature
+/// what it reads: the keyblock, the signed component (its group's index),
+/// the signature
 /// packet (with its cached verdict) and what the listing read of it, the
 /// keyblock's own key ids, the time, and where other signers come from).
 fn check_one(
     kb: &Keyblock,
-    group: &Group,
+    at: usize,
     part: &Part,
     meta: &Meta,
     own_ids: &[[u8; 8]],
@@ -345,12 +346,12 @@ fn check_one(
     // The pgp crate's digest where it decoded everything, else the one
     // made from the packets' bytes.
     let decoded = match (&part.decoded, signer_key) {
-        (Ok(sig), Some(k)) => verify::verify(kb, group, sig, k),
+        (Ok(sig), Some(k)) => verify::verify(kb, at, sig, k),
         _ => None,
     };
     let verdict = match decoded {
         Some(v @ (Verdict::Good | Verdict::Bad)) => v,
-        other => raw_verdict(kb, group, part, signer_kb, &kid)
+        other => raw_verdict(kb, &kb.groups[at], part, signer_kb, &kid)
             .or(other)
             .unwrap_or_else(|| Verdict::Error("Unknown public key algorithm".into())),
     };

@@ -25,7 +25,7 @@ use pgp::types::{
     Fingerprint, KeyDetails, KeyId, KeyVersion, PublicParams, SignatureBytes, Tag, Timestamp, VerifyingKey,
 };
 
-use super::keyblock::{Component, DecodedKey, Group, Keyblock};
+use super::keyblock::{Component, DecodedKey, Keyblock};
 use super::raw;
 use crate::crypto::fit_left;
 use crate::crypto::tally::{self, Verified};
@@ -80,11 +80,12 @@ pub(super) enum Verdict {
     Error(String),
 }
 
-/// Verify `sig`, attached to `group` of the keyblock `kb`, with `signer`;
-/// `None` when the crate did not decode the keyblock's primary key (or
-/// the signed subkey, or the photo id).
-pub(super) fn verify(kb: &Keyblock, group: &Group, sig: &Signature, signer: SignerKey<'_>) -> Option<Verdict> {
+/// Verify `sig`, attached to the group at `at` of the keyblock `kb`, with
+/// `signer`; `None` when the crate did not decode the keyblock's primary
+/// key (or the signed subkey, or the photo id).
+pub(super) fn verify(kb: &Keyblock, at: usize, sig: &Signature, signer: SignerKey<'_>) -> Option<Verdict> {
     let class = sig.typ().map_or(0, u8::from);
+    let group = kb.groups.get(at)?;
     let primary = Made { key: kb.primary.as_deref()?, made: kb.decoded_key(None)?, first: () };
     macro_rules! with_signer {
         ($k:ident => $e:expr) => {
@@ -111,8 +112,7 @@ pub(super) fn verify(kb: &Keyblock, group: &Group, sig: &Signature, signer: Sign
         // A photo id kept as its bytes: the digest is made from them.
         (Component::Uat(None), _) => return None,
         (Component::Subkey(Some(sub)), 0x18 | 0x28) => {
-            let index = kb.groups.iter().position(|g| std::ptr::eq(g, group));
-            let sub = Made { key: sub.as_ref(), made: kb.decoded_key(Some(index?))?, first: () };
+            let sub = Made { key: sub.as_ref(), made: kb.decoded_key(Some(at))?, first: () };
             with_signer!(k => sig.verify_subkey_binding(k, &sub))
         }
         (Component::Subkey(None), 0x18 | 0x28) => return Some(Verdict::Error("Unknown public key algorithm".into())),
@@ -399,10 +399,11 @@ mod tests {
         let kb = Keyblock::parse(&block.bytes);
         let bob_kb = Keyblock::parse(&bob.keyblock().unwrap().0.bytes);
         let signer = SignerKey::find(&bob_kb, &bob_made.id).expect("bob's primary key");
-        let uid = kb.groups.iter().find(|g| matches!(g.component, Component::Uid(_))).unwrap();
+        let uid = kb.groups.iter().position(|g| matches!(g.component, Component::Uid(_))).unwrap();
         assert_eq!(verify(&kb, uid, sig, signer), Some(Verdict::Good));
-        let other = pgp::packet::UserId::from_str(Default::default(), "Mallory <m@example.org>").unwrap();
-        let other = Group { component: Component::Uid(other), sigs: Vec::new(), body: None };
-        assert_eq!(verify(&kb, &other, sig, signer), Some(Verdict::Bad));
+        let mut other = kb.clone();
+        let mallory = pgp::packet::UserId::from_str(Default::default(), "Mallory <m@example.org>").unwrap();
+        other.groups[uid].component = Component::Uid(mallory);
+        assert_eq!(verify(&other, uid, sig, signer), Some(Verdict::Bad));
     }
 }

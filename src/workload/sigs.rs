@@ -128,12 +128,11 @@ pub fn run<O: Opener + Clone>(
             // The blob's bytes are handed over, not copied: the keyblock
             // is decoded in them and keeps them.
             let decode = |(index, offset, image): (u64, u64, Vec<u8>)| {
-                let signer = Signer::from_image(image).expect("the pass hands on only key blobs");
+                let mut signer = Signer::from_image(image).expect("the pass hands on only key blobs");
                 let Ok(Blob::Key(blob)) = parse_blob(signer.keyblock.held_bytes()) else {
                     unreachable!("the same bytes parsed in the pass");
                 };
                 let key = listing(index, offset, &blob, &signer);
-                let mut signer = signer;
                 signer.keyblock.let_go_of_photos();
                 (key, Arc::new(signer))
             };
