@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The arrows between the library's modules run one way:
-#   cli (binary) → sweep → workload → x509, openpgp → lookup → keyboxd → telemetry → io → events → kbx (format crate)
+#   cli (binary) → sweep → workload → x509, openpgp → lookup → store → keyboxd → telemetry → io → events → kbx (format crate)
 #   x509 → crypto, openpgp → crypto; never x509 ⇄ openpgp
 # (generate stands beside them on the format crate; units and timefmt are
 # leaves any module may use.) The compiler already keeps the format crate
@@ -17,13 +17,14 @@ declare -A allowed=(
   [telemetry]="events kbx units"
   [crypto]=""
   [keyboxd]="io events kbx telemetry"
+  [store]="keyboxd io events kbx telemetry"
   [lookup]="keyboxd io events kbx telemetry"
   [x509]="crypto lookup keyboxd io events kbx telemetry timefmt"
   [openpgp]="crypto lookup keyboxd io events kbx telemetry timefmt"
-  [workload]="x509 openpgp lookup keyboxd io events kbx telemetry timefmt"
+  [workload]="x509 openpgp lookup store keyboxd io events kbx telemetry timefmt"
   [generate]="kbx timefmt units"
   [record]="events units"
-  [sweep]="workload x509 openpgp lookup keyboxd io events kbx telemetry generate timefmt units"
+  [sweep]="workload x509 openpgp lookup store keyboxd io events kbx telemetry generate timefmt units"
 )
 status=0
 for dir in */; do

@@ -57,7 +57,7 @@
 //! header[8..12].copy_from_slice(b"KBXf");
 //!
 //! let mut reader = BufferedReader::new(Cursor::new(header), BufferSize::Bytes(8192));
-//! let outcome = kbxscope::workload::stats::run(&mut reader);
+//! let outcome = kbxscope::workload::stats::pass(&mut reader);
 //! assert_eq!(outcome.stats.header, 1);
 //! assert!(outcome.fatal.is_none());
 //! // One read fills the buffer with all 32 bytes, one more finds the end.
@@ -74,6 +74,7 @@ pub mod keyboxd;
 pub mod lookup;
 pub mod openpgp;
 pub mod record;
+pub mod store;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;

@@ -49,18 +49,18 @@ fn every_pass(bytes: &[u8], case: &str, depth: Depth) -> Vec<ScanError> {
     let started = Instant::now();
     let mut errors = Vec::new();
     let mut r = BufferedReader::new(Cursor::new(bytes), BufferSize::Bytes(64)).with_limit(bytes.len() as u64);
-    errors.extend(workload::stats::run(&mut r).fatal);
+    errors.extend(workload::stats::pass(&mut r).fatal);
     if depth >= Depth::Decoding {
         r.rewind().unwrap();
-        let out = workload::list::run(&mut r, workload::TypeFilter::All, |_| {});
+        let out = workload::list::pass(&mut r, workload::TypeFilter::All, |_| {});
         errors.extend(out.problems);
         errors.extend(out.fatal);
         r.rewind().unwrap();
-        errors.extend(workload::dump::run(&mut r, |_| {}).err());
+        errors.extend(workload::dump::pass(&mut r, |_| {}).err());
     }
     if depth == Depth::Validation {
         let opener = MemoryOpener::new(bytes, BufferSize::Bytes(512));
-        let out = workload::validate::run(&opener, Strategy::Index, &TrustList::default(), 1_700_000_000, |_| {})
+        let out = workload::validate::on_keybox(&opener, Strategy::Index, &TrustList::default(), 1_700_000_000, |_| {})
             .expect("in-memory handles always open");
         errors.extend(out.problems);
         errors.extend(out.fatal);
@@ -97,14 +97,14 @@ fn lookups_report_a_truncated_skipped_blob() {
     let listed = |bytes: &[u8], lookup| {
         let opener = MemoryOpener::new(bytes, BufferSize::Bytes(4096));
         let mut n = 0;
-        let out = workload::validate::run(&opener, lookup, &TrustList::default(), now, |_| n += 1)
+        let out = workload::validate::on_keybox(&opener, lookup, &TrustList::default(), now, |_| n += 1)
             .expect("in-memory handles always open");
         (n, out)
     };
     for (ty, claimed) in [(0u8, 1000u32), (3, 6 << 20)] {
         let mut bytes = intact.clone();
         bytes.extend_from_slice(&raw_blob(claimed, ty)[..100.min(claimed as usize)]);
-        let want = workload::stats::run(
+        let want = workload::stats::pass(
             &mut BufferedReader::new(Cursor::new(&bytes[..]), BufferSize::Bytes(4096)).with_limit(bytes.len() as u64),
         )
         .fatal

@@ -626,49 +626,42 @@ fn sweep_of_a_database_sweeps_the_page_cache() {
 /// Every workload, in process, over `path`: whatever the damage, a clean
 /// read or errors that are one line; nothing written beside the file.
 fn every_workload_on(path: &Path, case: &str) -> usize {
-    use kbxscope::io::{BufferSize, IoTally, Opener};
-    use kbxscope::keyboxd::{self, Filter, Image};
+    use kbxscope::io::{BufferSize, IoTally};
     use kbxscope::lookup::Strategy;
     use kbxscope::openpgp::Mode;
-    use kbxscope::workload;
+    use kbxscope::store::{Store, StoreKind};
+    use kbxscope::workload::{self, stats::StoreStats};
     let tally = IoTally::new(BufferSize::default());
     let mut errors: Vec<String> = Vec::new();
-    match keyboxd::open(path, &tally) {
+    match Store::open_as(path, StoreKind::Keyboxd, &tally, None) {
         Err(e) => errors.push(e.to_string()),
-        Ok(db) => {
-            errors.extend(workload::keyboxd::stats(&db).err().map(|e| e.to_string()));
-            let mut rows = Vec::new();
-            let dumped = workload::keyboxd::dump(&db, |_| {}, |p| rows.push(p.to_string()));
-            errors.extend(rows);
-            errors.extend(dumped.err().map(|e| e.to_string()));
-            match Image::read(&db, Filter::All) {
+        Ok(store) => {
+            match workload::stats::run(&store) {
+                Ok(StoreStats::Keyboxd(_)) => {}
+                Ok(StoreStats::Keybox(_)) => panic!("{case}: a database counted as a keybox"),
                 Err(e) => errors.push(e.to_string()),
-                Ok(image) => {
-                    let out =
-                        workload::list::run(&mut *image.opener().open().unwrap(), workload::TypeFilter::All, |_| {});
-                    errors.extend(
-                        out.problems
-                            .iter()
-                            .chain(&out.fatal)
-                            .map(|e| format!("{}: {}", image.map.row_name(e.index), e.what())),
-                    );
-                    errors.extend(image.map.problems.iter().map(ToString::to_string));
+            }
+            match workload::dump::run(&store, |_, _| {}) {
+                Ok(out) => errors.extend(out.rows.iter().map(ToString::to_string)),
+                Err(e) => errors.push(e.to_string()),
+            }
+            match workload::list::run(&store, workload::TypeFilter::All, |_| {}) {
+                Err(e) => errors.push(e.to_string()),
+                Ok(ran) => {
+                    let out = &ran.outcome;
+                    errors.extend(out.problems.iter().chain(&out.fatal).map(|e| ran.places.describe(e)));
+                    errors.extend(ran.places.row_problems().iter().map(ToString::to_string));
                 }
             }
             for lookup in [Strategy::Gnupg, Strategy::Index] {
-                match workload::validate::run_keyboxd(&db, lookup, &Default::default(), 1_800_000_000, |_| {}) {
-                    Ok((out, map)) => errors.extend(
-                        out.problems
-                            .iter()
-                            .chain(&out.fatal)
-                            .map(|e| format!("{}: {}", map.row_name(e.index), e.what())),
+                match workload::validate::run(&store, lookup, &Default::default(), 1_800_000_000, |_| {}) {
+                    Ok(ran) => errors.extend(
+                        ran.outcome.problems.iter().chain(&ran.outcome.fatal).map(|e| ran.places.describe(e)),
                     ),
                     Err(e) => errors.push(e.to_string()),
                 }
-                match workload::sigs::run_keyboxd(&db, Mode::CheckSigs, lookup, 1_800_000_000, |_| {}) {
-                    Ok((out, map)) => {
-                        errors.extend(out.fatal.iter().map(|e| format!("{}: {}", map.row_name(e.index), e.what())))
-                    }
+                match workload::sigs::run(&store, Mode::CheckSigs, lookup, 1_800_000_000, |_| {}) {
+                    Ok(ran) => errors.extend(ran.outcome.fatal.iter().map(|e| ran.places.describe(e))),
                     Err(e) => errors.push(e.to_string()),
                 }
             }

@@ -9,10 +9,10 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use kbxscope::io::{BufferSize, IoTally, Opener};
-use kbxscope::keyboxd::{self, Filter, Image};
+use kbxscope::io::{BufferSize, IoTally};
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::Mode;
+use kbxscope::store::{Store, StoreKind};
 use kbxscope::workload;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,16 +22,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let tally = IoTally::new(BufferSize::default());
-    let Ok(db) = keyboxd::open(&path, &tally) else { return };
-    let _ = workload::keyboxd::stats(&db);
-    let _ = workload::keyboxd::dump(&db, |_| {}, |_| {});
-    if let Ok(image) = Image::read(&db, Filter::All) {
-        if let Ok(mut h) = image.opener().open() {
-            let _ = workload::list::run(&mut h, workload::TypeFilter::All, |_| {});
-        }
-    }
-    let _ = workload::validate::run_keyboxd(&db, Strategy::Gnupg, &Default::default(), 1_800_000_000, |_| {});
-    let _ = workload::sigs::run_keyboxd(&db, Mode::CheckSigs, Strategy::Gnupg, 1_800_000_000, |_| {});
+    let Ok(db) = Store::open_as(&path, StoreKind::Keyboxd, &tally, None) else { return };
+    let _ = workload::stats::run(&db);
+    let _ = workload::dump::run(&db, |_, _| {});
+    let _ = workload::list::run(&db, workload::TypeFilter::All, |_| {});
+    let _ = workload::validate::run(&db, Strategy::Gnupg, &Default::default(), 1_800_000_000, |_| {});
+    let _ = workload::sigs::run(&db, Mode::CheckSigs, Strategy::Gnupg, 1_800_000_000, |_| {});
     drop(db);
     let names: Vec<_> = std::fs::read_dir(dir.path()).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     assert_eq!(names.len(), 1, "something was written beside the database");

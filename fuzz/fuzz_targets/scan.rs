@@ -12,14 +12,14 @@ fuzz_target!(|data: &[u8]| {
     // A small buffer makes refills and in-buffer seeks happen often.
     for size in [BufferSize::Bytes(64), BufferSize::Bytes(8192)] {
         let mut r = BufferedReader::new(std::io::Cursor::new(data), size);
-        let _ = kbxscope::workload::stats::run(&mut r);
+        let _ = kbxscope::workload::stats::pass(&mut r);
         r.rewind().unwrap();
-        let _ = kbxscope::workload::list::run(&mut r, kbxscope::workload::TypeFilter::All, |_| {});
+        let _ = kbxscope::workload::list::pass(&mut r, kbxscope::workload::TypeFilter::All, |_| {});
         r.rewind().unwrap();
-        let _ = kbxscope::workload::dump::run(&mut r, |_| {});
+        let _ = kbxscope::workload::dump::pass(&mut r, |_| {});
     }
     let opener = MemoryOpener::new(data, BufferSize::Bytes(512));
     for lookup in [Lookup::Index, Lookup::Gnupg] {
-        let _ = kbxscope::workload::validate::run(&opener, lookup, &TrustList::default(), 1_700_000_000, |_| {});
+        let _ = kbxscope::workload::validate::on_keybox(&opener, lookup, &TrustList::default(), 1_700_000_000, |_| {});
     }
 });

@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::parse::{
+    count, count_usize, keybox_path, parse_duration, parse_file_size, parse_listen, parse_push_url, parse_size,
+    parse_time, parse_workload, workload_help, BadValue, PushUrl,
+};
 use kbxscope::io::BufferSize;
 use kbxscope::sweep::export::Format;
 
@@ -30,12 +34,12 @@ pub struct Cli {
     /// ADDR: 127.0.0.1:9464 (loopback only; other interfaces need an explicit
     /// address).
     #[arg(long, global = true, help_heading = "Global options", value_name = "ADDR", num_args = 0..=1, require_equals = true,
-          default_missing_value = "127.0.0.1:9464", value_parser = super::telemetry::parse_listen)]
+          default_missing_value = "127.0.0.1:9464", value_parser = parse_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 
     /// With --metrics-listen: keep serving this long after the work (30s, 2m, …)
     /// so a scraper sees the final values.
-    #[arg(long, global = true, help_heading = "Global options", value_name = "DURATION", value_parser = super::telemetry::parse_duration,
+    #[arg(long, global = true, help_heading = "Global options", value_name = "DURATION", value_parser = parse_duration,
           requires = "metrics_listen")]
     pub linger: Option<std::time::Duration>,
 
@@ -46,8 +50,8 @@ pub struct Cli {
 
     /// At exit, push the metrics to a Prometheus Pushgateway at URL
     /// (http://HOST:PORT), as job "kbxscope".
-    #[arg(long, global = true, value_name = "URL", value_parser = super::telemetry::parse_push_url)]
-    pub metrics_push: Option<super::telemetry::PushUrl>,
+    #[arg(long, global = true, value_name = "URL", value_parser = parse_push_url)]
+    pub metrics_push: Option<PushUrl>,
 
     /// Write a Chrome trace (for Perfetto or chrome://tracing) of the command.
     #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
@@ -83,7 +87,7 @@ pub fn join_optional_values(args: impl IntoIterator<Item = std::ffi::OsString>) 
             break;
         }
         let joins = |next: &str| match arg.to_str() {
-            Some("--metrics-listen") => super::telemetry::parse_listen(next).is_ok(),
+            Some("--metrics-listen") => parse_listen(next).is_ok(),
             Some("--io-summary") => SummaryFormat::from_str(next, false).is_ok(),
             _ => false,
         };
@@ -99,6 +103,24 @@ pub fn join_optional_values(args: impl IntoIterator<Item = std::ffi::OsString>) 
         }
     }
     out
+}
+
+/// How a GnuPG program's file events are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Counter {
+    /// From inside, with kbxscope's interposer (as `record` does).
+    Record,
+    /// From outside, with strace (slower: it stops the program at every call).
+    Strace,
+}
+
+impl Counter {
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Record => "record",
+            Counter::Strace => "strace",
+        }
+    }
 }
 
 /// Format of `--io-summary`.
@@ -161,7 +183,7 @@ pub struct RecordArgs {
     /// After PROGRAM exits, wait until every recorded process has exited,
     /// at most DURATION (default 30s).
     #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true, default_missing_value = "30s",
-          value_parser = super::telemetry::parse_duration)]
+          value_parser = parse_duration)]
     pub wait_daemons: Option<std::time::Duration>,
     /// Also take the call stack of the watched calls and write a speedscope
     /// profile to FILE (- = stdout): file events, bytes and time per stack,
@@ -188,11 +210,11 @@ pub struct SweepArgs {
     /// Buffer sizes, comma-separated, as --kbx-buffer-size takes them (64 =
     /// 64 KiB, 0 = GnuPG's 8 KiB default, 4096B, 12kb, 1MiB, unbuffered).
     /// Default: the seed's 0,16,32,64,128,256,512.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::sweep::parse_size)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Vec<kbxscope::sweep::SweepSize>,
     /// What each run does (the help lists every workload, from the sweep's table).
-    #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = super::sweep::parse_workload,
-          help = super::sweep::workload_help())]
+    #[arg(long, value_name = "WORKLOAD", default_value = "validate", value_parser = parse_workload,
+          help = workload_help())]
     pub workload: kbxscope::sweep::WorkloadKind,
     /// Lookup strategy of the validate, with-sigs and check-sigs workloads.
     #[arg(long, value_enum, default_value_t = LookupArg::Gnupg)]
@@ -233,8 +255,8 @@ pub struct SweepArgs {
     pub with_gpg: Option<PathBuf>,
     /// How --with-gpg, --with-gpgsm and --program count GnuPG's file events:
     /// record = from inside, with kbxscope's interposer; strace = from outside.
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = super::gnupg::Counter::Record)]
-    pub count_with: super::gnupg::Counter,
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Counter::Record)]
+    pub count_with: Counter,
     /// Sweep a real GnuPG instead: at each size run PROGRAM (gpgsm, gpg or a
     /// path, whose name says which) on a fresh copy of the keybox with
     /// --kbx-buffer-size, its events recorded from inside; kbxscope's own
@@ -250,7 +272,7 @@ pub struct SweepArgs {
     /// SQLite page-cache sizes for the database (with --versus-keyboxd, or
     /// when FILE is a database and --sizes is not given). Default:
     /// 64k,256k,1M,2000k (SQLite's and keyboxd's),8M,32M.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::sweep::parse_size)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
     pub cache_sizes: Vec<kbxscope::sweep::SweepSize>,
 }
 
@@ -370,21 +392,6 @@ impl From<LookupArg> for kbxscope::lookup::Strategy {
     }
 }
 
-/// A command-line value that does not parse: the one-line message clap
-/// shows after "invalid value … for …".
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BadValue(pub String);
-
-/// A point in time: RFC 3339, or a date (midnight UTC).
-fn parse_time(s: &str) -> Result<i64, BadValue> {
-    use time::format_description::well_known::Rfc3339;
-    let full = if s.len() == 10 { format!("{s}T00:00:00Z") } else { s.to_string() };
-    time::OffsetDateTime::parse(&full, &Rfc3339).map(|t| t.unix_timestamp()).map_err(|_| {
-        BadValue(format!("expected an RFC 3339 time (2026-12-01T00:00:00Z) or a date (2026-12-01); got '{s}'"))
-    })
-}
-
 /// Arguments of `find`.
 #[derive(Debug, Args)]
 pub struct FindArgs {
@@ -446,16 +453,6 @@ impl Cli {
         }
         Ok(())
     }
-}
-
-/// A whole number for a count option, with a message that says so.
-fn count(s: &str) -> Result<u64, BadValue> {
-    s.parse().map_err(|_| BadValue(format!("expected a whole number (0, 1, 2, …); got '{s}'")))
-}
-
-/// Like [`count`], for counts held in a `usize`.
-fn count_usize(s: &str) -> Result<usize, BadValue> {
-    count(s).and_then(|n| usize::try_from(n).map_err(|_| BadValue(format!("{n} is too large"))))
 }
 
 impl FindArgs {
@@ -540,16 +537,6 @@ pub enum PkiArg {
     Mixed,
 }
 
-/// A file size: bytes, or a number with a unit (k, kb, KiB, M, …: powers of
-/// 1024), at most 4 GiB.
-fn parse_file_size(s: &str) -> Result<u64, BadValue> {
-    kbxscope::units::size(s, 1).ok().filter(|v| *v <= 4 << 30).ok_or_else(|| {
-        BadValue(format!(
-            "expected a size in bytes or with a unit (500000, 512k, 512KiB, 42M, 1G), at most 4 GiB; got '{s}'"
-        ))
-    })
-}
-
 /// `--type` of `list`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum KeyType {
@@ -559,14 +546,6 @@ pub enum KeyType {
     X509,
     /// Both.
     All,
-}
-
-fn keybox_path(s: &str) -> Result<PathBuf, BadValue> {
-    match s {
-        "" => Err(BadValue("the keybox path is empty".into())),
-        "-" => Err(BadValue("'-' is not a keybox: kbxscope reads keyboxes from files, not from standard input".into())),
-        _ => Ok(PathBuf::from(s)),
-    }
 }
 
 #[cfg(test)]
@@ -606,25 +585,6 @@ mod tests {
         let cli = Cli::try_parse_from(["kbxscope", "--io-summary", "dump", "x.kbx"]).unwrap();
         assert_eq!(cli.io_summary, Some(SummaryFormat::Text));
         assert_eq!(cli.kbx_buffer_size, BufferSize::Bytes(65536));
-    }
-
-    #[test]
-    fn times() {
-        assert_eq!(parse_time("2026-12-01"), Ok(1_796_083_200));
-        assert_eq!(parse_time("2026-12-01T00:00:00Z"), Ok(1_796_083_200));
-        assert_eq!(parse_time("2026-12-01T01:00:00+01:00"), Ok(1_796_083_200));
-        assert!(parse_time("yesterday").is_err());
-    }
-
-    #[test]
-    fn file_sizes() {
-        assert_eq!(parse_file_size("1000"), Ok(1000));
-        assert_eq!(parse_file_size("42M"), Ok(42 << 20));
-        assert_eq!(parse_file_size("512KiB"), Ok(512 << 10));
-        assert_eq!(parse_file_size("512kb"), Ok(512 << 10));
-        assert!(parse_file_size("5G").is_err());
-        assert!(parse_file_size("-1").is_err());
-        assert!(parse_file_size("1.5M").is_err());
     }
 
     #[test]

@@ -19,29 +19,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use super::args::Counter;
 use super::output::write_file;
 use kbxscope::events::FileOp;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
 use kbxscope::openpgp::Mode;
 use kbxscope::sweep::{GnupgRow, ProgramRow, SweepSize, Times, Workload};
-
-/// How a GnuPG program's file events are counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Counter {
-    /// From inside, with kbxscope's interposer (as `record` does).
-    Record,
-    /// From outside, with strace (slower: it stops the program at every call).
-    Strace,
-}
-
-impl Counter {
-    fn name(self) -> &'static str {
-        match self {
-            Counter::Record => "record",
-            Counter::Strace => "strace",
-        }
-    }
-}
 
 /// The calls both counters count on the keybox (strace's `openat`, `read`,
 /// `lseek`, `close`, `access`).
@@ -193,7 +176,7 @@ impl GnupgRunner {
             }
         }
         if let ("gpgsm", Some(t)) = (program.tool(), trustlist) {
-            let text = super::textfile::read_text(t, 1 << 20)?;
+            let text = kbxscope::io::read_text(t, 1 << 20)?;
             write_file(&home.path().join("trustlist.txt"), text.as_bytes(), true)?;
         }
         let probe = Command::new(&exe)
@@ -330,7 +313,7 @@ impl GnupgRunner {
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let mut cmd = self.command(kib);
         cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-        let run = super::record::run_preloaded(&mut cmd, &keybox, None, None, None)?
+        let run = super::preloaded::run_preloaded(&mut cmd, &keybox, None, None, None)?
             .with_context(|| format!("cannot run {tool}"))?;
         if !self.program.finished(run.status) {
             bail!("{tool} {} under the interposer failed: {}", args.join(" "), run.status);
@@ -359,7 +342,7 @@ impl GnupgRunner {
             bail!("strace {tool} failed: {status}");
         }
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
-        Ok(super::textfile::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?)
+        Ok(kbxscope::io::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?)
     }
 }
 

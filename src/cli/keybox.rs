@@ -1,6 +1,5 @@
 //! Which keybox a command reads: the one given, or the built-in default.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -8,29 +7,25 @@ use anyhow::{anyhow, Result};
 
 use super::output::{ensure_dir, write_file, WriteError};
 use super::progress::Bar;
-use super::textfile::{is_file, read_text};
 use kbxscope::generate::cache::default_keybox_path;
 use kbxscope::generate::{generate, GenConfig, Generated, Preset};
-use kbxscope::io::{IoTally, KeyboxFile, OpenError};
+use kbxscope::io::{is_file, read_text};
 use kbxscope::x509::TrustList;
 
-/// Open the keybox the user named, or the built-in default keybox —
-/// generating it first if it is not in the cache yet. The probe for the
-/// cached file is a real open and is counted like any other.
-pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile)> {
-    if let Some(path) = file {
-        return Ok((path.to_path_buf(), KeyboxFile::open(path, tally)?));
-    }
-    let path = default_keybox_path(|k| std::env::var_os(k))
-        .ok_or_else(|| anyhow!("no keybox given, and no cache directory for the built-in one: set HOME, XDG_CACHE_HOME or KBXSCOPE_CACHE_DIR"))?;
-    match KeyboxFile::open(&path, tally) {
-        Ok(f) => {
-            eprintln!("kbxscope: using the built-in default keybox {}", path.display());
-            return Ok((path, f));
-        }
-        Err(OpenError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e.into()),
-    }
+/// Where the built-in keybox is cached.
+///
+/// # Errors
+/// No cache directory can be found.
+pub fn builtin_path() -> Result<PathBuf> {
+    default_keybox_path(|k| std::env::var_os(k))
+        .ok_or_else(|| anyhow!("no keybox given, and no cache directory for the built-in one: set HOME, XDG_CACHE_HOME or KBXSCOPE_CACHE_DIR"))
+}
+
+/// Generate the built-in keybox into `path` (the cache), saying so.
+///
+/// # Errors
+/// It cannot be written.
+pub fn generate_builtin(path: &Path) -> Result<()> {
     let span = tracing::info_span!(target: "kbx::command", "generate", preset = %"seed", bytes = tracing::field::Empty);
     let generating = span.enter();
     eprintln!(
@@ -43,7 +38,7 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
     if let Some(dir) = path.parent() {
         ensure_dir(dir)?;
     }
-    match write_outputs(&path, &generated, false) {
+    match write_outputs(path, &generated, false) {
         Ok(()) | Err(WriteError::Exists(_)) => {}
         Err(e) => return Err(e.into()),
     }
@@ -55,24 +50,7 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<(PathBuf, KeyboxFile
         generated.keybox.len(),
         started.elapsed().as_secs_f64()
     );
-    Ok((path.clone(), KeyboxFile::open(&path, tally)?))
-}
-
-/// Every byte of the keybox `file` (opened on `path`), through its
-/// buffer; the handle is closed after.
-///
-/// # Errors
-/// A failed `read(2)`.
-pub fn read_whole(path: &Path, mut file: KeyboxFile) -> Result<Vec<u8>> {
-    let mut keybox = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut chunk).map_err(|e| anyhow!("cannot read '{}': {e}", path.display()))?;
-        if n == 0 {
-            return Ok(keybox);
-        }
-        keybox.extend_from_slice(&chunk[..n]);
-    }
+    Ok(())
 }
 
 /// Generate with a progress bar on stderr.

@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::args::{ConvertArgs, GenArgs, PkiArg, PresetArg};
 use super::keybox;
 use super::output;
-use super::store::{self, Store};
+use super::store;
 use kbxscope::generate::{GenConfig, Pki, Preset};
 use kbxscope::io::IoTally;
 
@@ -78,11 +78,10 @@ pub(super) fn convert(a: &ConvertArgs, tally: &IoTally) -> Result<ExitCode> {
     if !a.force && a.out.exists() {
         anyhow::bail!("'{}' exists; not replacing it (use --force to replace it)", a.out.display());
     }
-    let (path, f) = match store::open(Some(&a.keybox), tally)? {
-        Store::Keybox { path, file } => (path, file),
-        Store::Keyboxd { path, .. } => anyhow::bail!("'{}' is keyboxd's database already", path.display()),
-    };
-    let keybox = keybox::read_whole(&path, *f)?;
+    let store = store::open(Some(&a.keybox), tally)?;
+    let path = store.path().to_path_buf();
+    let keybox = store.read_keybox()?;
+    drop(store);
     let created = kbxscope::kbx::parse_blob(&keybox[..keybox.len().min(32)])
         .ok()
         .and_then(|b| match b {

@@ -6,6 +6,8 @@ mod interrupt;
 mod keybox;
 mod make;
 pub mod output;
+pub mod parse;
+mod preloaded;
 mod progress;
 mod record;
 mod render;
@@ -13,7 +15,6 @@ mod sigs;
 mod store;
 pub mod sweep;
 pub mod telemetry;
-pub mod textfile;
 mod tools;
 pub mod trace;
 
@@ -24,13 +25,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use args::{Cli, Command, FindArgs, KeyType, ListArgs, LookupArg, StatsArgs, SummaryFormat};
-use kbxscope::io::sqlite::Database;
-use kbxscope::io::{IoTally, Opener};
+use kbxscope::io::IoTally;
 use kbxscope::kbx::search::Pattern;
-use kbxscope::keyboxd::{Filter, Image};
 use kbxscope::lookup::Strategy;
-use kbxscope::workload::{self, ListOutcome, Listed, ScanError, TypeFilter};
-use store::{Places, Source, Store};
+use kbxscope::workload::stats::StoreStats;
+use kbxscope::workload::{self, ListOutcome, Listed, Places, Ran, ScanError, TypeFilter};
 
 /// A failure already reported on stderr (its message, for the trace):
 /// exit 1 without another message.
@@ -105,7 +104,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 
 /// The JSON summary: the totals, and for a database `files`, SQLite's
 /// events per file (`path` beside the same keys as the totals).
-fn summary_json(stats: &kbxscope::events::IoStats, files: &[kbxscope::io::sqlite::FileStats]) -> Result<String> {
+fn summary_json(stats: &kbxscope::events::IoStats, files: &[kbxscope::events::FileStats]) -> Result<String> {
     let mut v = serde_json::to_value(stats)?;
     if let Some(s) = kbxscope::crypto::tally::so_far() {
         let each: serde_json::Map<String, serde_json::Value> =
@@ -162,7 +161,7 @@ fn failed(error: &str) {
 }
 
 /// Print a located error as one line naming the file; the error to return.
-fn report(path: &Path, e: &ScanError, places: Places<'_>) -> Reported {
+fn report(path: &Path, e: &ScanError, places: &Places) -> Reported {
     say(path, &places.describe(e))
 }
 
@@ -173,67 +172,9 @@ fn say(path: &Path, what: &dyn std::fmt::Display) -> Reported {
     Reported(message)
 }
 
-fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
-    let (path, mut f) = match store::open(a.file.file.as_deref(), tally)? {
-        Store::Keybox { path, file } => (path, file),
-        Store::Keyboxd { db, .. } => {
-            let s = workload::keyboxd::stats(&db)?;
-            drop(db);
-            let mut out = io::stdout().lock();
-            if a.json {
-                serde_json::to_writer(&mut out, &s)?;
-                writeln!(out)?;
-            } else {
-                out.write_all(s.render().as_bytes())?;
-            }
-            out.flush()?;
-            return Ok(ExitCode::SUCCESS);
-        }
-    };
-    let outcome = workload::stats::run(&mut f);
-    drop(f);
-    let path = &path;
-    let mut out = io::stdout().lock();
-    if a.json {
-        serde_json::to_writer(&mut out, &outcome.stats)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(outcome.stats.render_kbxutil().as_bytes())?;
-    }
-    out.flush()?;
-    match outcome.fatal {
-        Some(e) => Err(report(path, &e, Places::Keybox).into()),
-        None => Ok(ExitCode::SUCCESS),
-    }
-}
-
-/// `dump` of a keyboxd database: one record per row.
-fn dump_database(path: &Path, db: Database) -> Result<ExitCode> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    let mut write_err: Option<io::Error> = None;
-    let mut problems = Vec::new();
-    let result = workload::keyboxd::dump(
-        &db,
-        |r| {
-            if write_err.is_none() {
-                write_err = write!(out, "BEGIN-RECORD: {}\n{}END-RECORD\n", r.index, r.body).err();
-            }
-        },
-        |p| problems.push(p),
-    );
-    drop(db);
-    if let Some(e) = write_err {
-        return Err(e.into());
-    }
-    out.flush()?;
-    result?;
-    conclude_rows(path, &problems)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Report rows of a database that could not be taken; `Ok` if none.
-fn conclude_rows(path: &Path, problems: &[kbxscope::keyboxd::RowProblem]) -> Result<()> {
-    let mut reported: Vec<Reported> = problems.iter().map(|p| say(path, p)).collect();
+/// The error for the problems reported (each already on stderr, one line
+/// each); `Ok` if none.
+fn reported(path: &Path, mut reported: Vec<Reported>) -> Result<()> {
     match (reported.pop(), reported.len()) {
         (None, _) => Ok(()),
         (Some(only), 0) => Err(only.into()),
@@ -241,36 +182,61 @@ fn conclude_rows(path: &Path, problems: &[kbxscope::keyboxd::RowProblem]) -> Res
     }
 }
 
-fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
-    let (path, mut f) = match store::open(file, tally)? {
-        Store::Keybox { path, file } => (path, file),
-        Store::Keyboxd { path, db } => return dump_database(&path, db),
+fn stats(a: &StatsArgs, tally: &IoTally) -> Result<ExitCode> {
+    let store = store::open(a.file.file.as_deref(), tally)?;
+    let path = store.path().to_path_buf();
+    let counted = workload::stats::run(&store);
+    drop(store);
+    let mut out = io::stdout().lock();
+    let fatal = match counted? {
+        StoreStats::Keybox(outcome) => {
+            if a.json {
+                serde_json::to_writer(&mut out, &outcome.stats)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(outcome.stats.render_kbxutil().as_bytes())?;
+            }
+            outcome.fatal
+        }
+        StoreStats::Keyboxd(s) => {
+            if a.json {
+                serde_json::to_writer(&mut out, &s)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(s.render().as_bytes())?;
+            }
+            None
+        }
     };
-    let path = &path;
+    out.flush()?;
+    match fatal {
+        Some(e) => Err(report(&path, &e, &Places::Keybox).into()),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
+    let store = store::open(file, tally)?;
+    let path = store.path().to_path_buf();
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut write_err: Option<io::Error> = None;
-    let result = {
-        let r = workload::dump::run(&mut f, |r| {
-            if write_err.is_some() {
-                return;
-            }
-            let res = writeln!(out, "BEGIN-RECORD: {}", r.number)
-                .and_then(|_| out.write_all(&r.body))
-                .and_then(|_| out.write_all(b"END-RECORD\n"));
-            if let Err(e) = res {
-                write_err = Some(e);
-            }
-        });
-        drop(f);
-        r
-    };
+    let result = workload::dump::run(&store, |number, body| {
+        if write_err.is_none() {
+            write_err = writeln!(out, "BEGIN-RECORD: {number}")
+                .and_then(|_| out.write_all(body))
+                .and_then(|_| out.write_all(b"END-RECORD\n"))
+                .err();
+        }
+    });
+    drop(store);
     if let Some(e) = write_err {
         return Err(e.into());
     }
     out.flush()?;
-    if let Err(e) = result {
-        return Err(report(path, &e, Places::Keybox).into());
-    }
+    let outcome = result?;
+    let rows = outcome.rows.iter().map(|p| say(&path, p));
+    let fatal = outcome.fatal.iter().map(|e| report(&path, e, &Places::Keybox));
+    reported(&path, rows.chain(fatal).collect())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -317,20 +283,10 @@ impl<W: Write> ListingPrinter<W> {
 
 /// Report the problems of a pass (and of the database rows it could not
 /// take); `Ok` if there were none.
-fn conclude(path: &Path, outcome: &ListOutcome, places: Places<'_>) -> Result<()> {
-    let rows = match places {
-        Places::Rows(map) => map.problems.iter().map(|p| say(path, p)).collect(),
-        Places::Keybox => Vec::new(),
-    };
-    let mut reported: Vec<Reported> = rows
-        .into_iter()
-        .chain(outcome.problems.iter().chain(&outcome.fatal).map(|e| report(path, e, places)))
-        .collect();
-    match (reported.pop(), reported.len()) {
-        (None, _) => Ok(()),
-        (Some(only), 0) => Err(only.into()),
-        (Some(_), more) => Err(Reported(format!("{}: {} problems (see stderr)", path.display(), more + 1)).into()),
-    }
+fn conclude(path: &Path, ran: &Ran<ListOutcome>) -> Result<()> {
+    let rows = ran.places.row_problems().iter().map(|p| say(path, p));
+    let pass = ran.outcome.problems.iter().chain(&ran.outcome.fatal).map(|e| report(path, e, &ran.places));
+    reported(path, rows.chain(pass).collect())
 }
 
 fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
@@ -345,65 +301,44 @@ fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
         KeyType::X509 => TypeFilter::X509,
         KeyType::All => TypeFilter::All,
     };
-    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally);
+    let store = store::open(a.file.file.as_deref(), tally)?;
+    let path = store.path().to_path_buf();
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
-    let (outcome, map) = match &source {
-        Source::Keybox(opener) => (workload::list::run(&mut *opener.open()?, filter, |l| printer.print(&l)), None),
-        Source::Keyboxd(db) => {
-            let image = Image::read(db, Filter::All)?;
-            (workload::list::run(&mut *image.opener().open()?, filter, |l| printer.print(&l)), Some(image.map))
-        }
-    };
-    drop(source);
+    let ran = workload::list::run(&store, filter, |l| printer.print(&l))?;
+    drop(store);
     printer.finish()?;
-    conclude(&path, &outcome, map.as_ref().map_or(Places::Keybox, Places::Rows))?;
+    conclude(&path, &ran)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn validated_list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally);
+    let store = store::open(a.file.file.as_deref(), tally)?;
+    let path = store.path().to_path_buf();
     let trust = keybox::trustlist_for(&path, a.trustlist.as_deref())?;
     let at = a.at.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
     });
     let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, &path);
-    let (outcome, map) = match &source {
-        Source::Keybox(opener) => {
-            (workload::validate::run(opener, lookup, &trust.list, at, |l| printer.print(&l))?, None)
-        }
-        Source::Keyboxd(db) => {
-            let (outcome, map) = workload::validate::run_keyboxd(db, lookup, &trust.list, at, |l| printer.print(&l))?;
-            (outcome, Some(map))
-        }
-    };
-    drop(source);
+    let ran = workload::validate::run(&store, lookup, &trust.list, at, |l| printer.print(&l))?;
+    drop(store);
     printer.finish()?;
     trust.warn_if_none();
-    conclude(&path, &outcome, map.as_ref().map_or(Places::Keybox, Places::Rows))?;
+    conclude(&path, &ran)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn find(a: &FindArgs, tally: &IoTally) -> Result<ExitCode> {
     let (file, texts) = a.split().map_err(|e| anyhow::anyhow!(e))?;
     let patterns = texts.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>()?;
-    let (path, source) = store::open(file.as_deref(), tally)?.into_source(tally);
-    let path = &path;
+    let store = store::open(file.as_deref(), tally)?;
+    let path = &store.path().to_path_buf();
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), a.json, path);
-    let (outcome, map) = match &source {
-        Source::Keybox(opener) => {
-            (workload::find::run(&mut *opener.open()?, &patterns, a.all, |l| printer.print(&l)), None)
-        }
-        Source::Keyboxd(db) => {
-            let image = Image::read(db, Filter::All)?;
-            let outcome = workload::find::run(&mut *image.opener().open()?, &patterns, a.all, |l| printer.print(&l));
-            (outcome, Some(image.map))
-        }
-    };
-    drop(source);
+    let ran = workload::find::run(&store, &patterns, a.all, |l| printer.print(&l))?;
+    drop(store);
     printer.finish()?;
-    conclude(path, &outcome, map.as_ref().map_or(Places::Keybox, Places::Rows))?;
-    if outcome.listed == 0 {
+    conclude(path, &ran)?;
+    if ran.outcome.listed == 0 {
         let quoted: Vec<String> = texts.iter().map(|p| format!("'{p}'")).collect();
         anyhow::bail!("{}: no key matches {}", path.display(), quoted.join(" or "));
     }

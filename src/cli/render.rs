@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
+use kbxscope::events::FileStats;
 use kbxscope::events::{FileOp, IoStats};
-use kbxscope::io::sqlite::FileStats;
 use kbxscope::io::{BufferSize, KeyboxChange};
 use kbxscope::workload::{KeyDetails, Listed};
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::args::{ListArgs, LookupArg};
-use super::store::{self, Places, Source};
+use super::store;
 use super::Reported;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
@@ -17,7 +17,8 @@ use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing.
 pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let (path, source) = store::open(a.file.file.as_deref(), tally)?.into_source(tally);
+    let store = store::open(a.file.file.as_deref(), tally)?;
+    let path = store.path().to_path_buf();
     let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
     let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
@@ -36,29 +37,19 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
             failed = Some(e);
         }
     };
-    let (outcome, map) = match &source {
-        Source::Keybox(opener) => (sigs::run(opener, mode, lookup, now, print)?, None),
-        Source::Keyboxd(db) => {
-            let (outcome, map) = sigs::run_keyboxd(db, mode, lookup, now, print)?;
-            (outcome, Some(map))
-        }
-    };
-    drop(source);
-    let places = map.as_ref().map_or(Places::Keybox, Places::Rows);
+    let ran = sigs::run(&store, mode, lookup, now, print)?;
+    drop(store);
     if let Some(e) = failed {
         return Err(e.into());
     }
     out.flush()?;
     drop(out);
     if mode == Mode::CheckSigs && !a.json {
-        eprint!("{}", summary(&outcome.counts));
+        eprint!("{}", summary(&ran.outcome.counts));
     }
-    let mut reported: Vec<Reported> = match places {
-        Places::Rows(map) => map.problems.iter().map(|p| super::say(&path, p)).collect(),
-        Places::Keybox => Vec::new(),
-    };
-    if let Some(e) = &outcome.fatal {
-        reported.push(super::report(&path, e, places));
+    let mut reported: Vec<Reported> = ran.places.row_problems().iter().map(|p| super::say(&path, p)).collect();
+    if let Some(e) = &ran.outcome.fatal {
+        reported.push(super::report(&path, e, &ran.places));
     }
     if let Some(last) = reported.pop() {
         return Err(last.into());

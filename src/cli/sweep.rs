@@ -8,15 +8,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::{BadValue, SweepArgs};
+use super::args::SweepArgs;
 use super::gnupg::{GnupgRunner, Program};
 use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
-use super::store::{self, Store};
+use super::store;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
-use kbxscope::sweep::{self, plot, ProgramRow, SizeResult, Sweep, SweepError, SweepSize, Workload, WorkloadKind};
+use kbxscope::store::{Store, StoreKind};
+use kbxscope::sweep::{self, plot, ProgramRow, SizeResult, Sweep, SweepError, SweepSize, Workload};
 
 /// An export destination, opened before the runs (a bad path fails fast).
 enum Sink {
@@ -44,25 +45,6 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// Parse `--workload`.
-pub fn parse_workload(s: &str) -> Result<WorkloadKind, BadValue> {
-    WorkloadKind::parse(s).ok_or_else(|| BadValue(format!("expected {}; got '{s}'", WorkloadKind::names())))
-}
-
-/// `--workload`'s help, from the workload table.
-pub fn workload_help() -> String {
-    let each: Vec<String> = WorkloadKind::TABLE
-        .iter()
-        .map(|(name, does)| if name == does { name.to_string() } else { format!("{name} ({does})") })
-        .collect();
-    format!("What each run does: {}", each.join(", "))
-}
-
-/// Parse one `--sizes` entry, keeping how it was written.
-pub fn parse_size(s: &str) -> Result<SweepSize, BadValue> {
-    s.parse().map(|size| SweepSize { label: s.to_string(), size }).map_err(|e| BadValue(format!("{e}")))
-}
-
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
 pub fn run(a: &SweepArgs) -> Result<ExitCode> {
@@ -74,9 +56,9 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     // metrics) and reported as the sweep's `probe_events`.
     let probe = IoTally::with_observer(kbxscope::io::BufferSize::default(), None);
     // A database, or a home that uses keyboxd, sweeps SQLite's page cache.
-    let (path, keyboxd) = match store::open(a.file.as_deref(), &probe)? {
-        Store::Keybox { path, .. } => (path, false),
-        Store::Keyboxd { path, .. } => (path, true),
+    let (path, keyboxd) = {
+        let store = store::open(a.file.as_deref(), &probe)?;
+        (store.path().to_path_buf(), store.kind() == StoreKind::Keyboxd)
     };
     if keyboxd && a.versus_keyboxd {
         anyhow::bail!(
@@ -200,7 +182,7 @@ fn step_text(sizes: &[SweepSize], step: sweep::Step) -> String {
 /// when dropped, and if a signal ends the run): read through `tally` (a
 /// probe's, not a row's).
 fn temporary_database(path: &Path, tally: &kbxscope::io::IoTally) -> Result<tempfile::NamedTempFile> {
-    let keybox = keybox::read_whole(path, kbxscope::io::KeyboxFile::open(path, tally)?)?;
+    let keybox = Store::open_as(path, StoreKind::Keybox, tally, None)?.read_keybox()?;
     let db = kbxscope::keyboxd::write::database(&keybox, "2019-01-01 00:00:00")?;
     let mut tmp = super::interrupt::create(
         || tempfile::Builder::new().prefix("kbxscope-versus-").suffix(".db").tempfile(),
@@ -236,10 +218,10 @@ fn verdict(keybox: &Sweep, db: &Sweep) -> String {
 /// A failed sweep in words: the keybox, the buffer size and what went wrong.
 fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
     match e {
-        SweepError::Open(e) => e.into(),
+        SweepError::Store(kbxscope::store::StoreError::Keyboxd(e)) => anyhow::anyhow!("{e}"),
+        SweepError::Store(e) => e.into(),
         SweepError::Scan { size, error } => anyhow::anyhow!("{}: at buffer size {size}: {error}", path.display()),
         SweepError::Pattern(e) => anyhow::anyhow!("--workload find: {e}"),
-        SweepError::Keyboxd(e) => anyhow::anyhow!("{e}"),
     }
 }
 

@@ -27,7 +27,7 @@ mod stats;
 pub use histogram::{Buckets, EventHistograms, DURATION_BOUNDS_NS, SIZE_BOUNDS};
 pub use observe::{observer, set_observer, IoObserver, Reporter, REPORT_EVERY};
 pub use op::{FileOp, MoreOps, PerOp};
-pub use stats::{IoStats, PerBlobType};
+pub use stats::{FileStats, IoStats, PerBlobType};
 
 use std::time::Duration;
 

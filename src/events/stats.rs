@@ -229,6 +229,16 @@ impl IoStats {
     }
 }
 
+/// The events on one file, by the path its opener gave (SQLite's files of
+/// a database; a recorded process's watched files).
+#[derive(Debug, Clone, Default)]
+pub struct FileStats {
+    /// The path as the program (or SQLite) gave it.
+    pub path: String,
+    /// Its events.
+    pub stats: IoStats,
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::histogram::DURATION_SLOTS;

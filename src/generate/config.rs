@@ -2,6 +2,10 @@
 
 use super::signer::KeyKind;
 
+/// Share of end entities whose authorityKeyIdentifier has the key id only
+/// (the calibration knob; see `pki`'s module docs).
+pub(super) const KEYID_ONLY_SHARE: f64 = 0.35;
+
 /// A named set of options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
@@ -90,7 +94,7 @@ impl Pki {
     /// Share of end entities whose authorityKeyIdentifier has the key id only.
     pub(super) fn keyid_only_share(self) -> f64 {
         match self {
-            Self::Seed => super::pki::KEYID_ONLY_SHARE,
+            Self::Seed => KEYID_ONLY_SHARE,
             Self::Mixed => 0.5,
         }
     }

@@ -179,11 +179,11 @@ mod tests {
         assert_eq!(s.roots + s.intermediates + s.leaves, 16);
         assert_eq!(s.size, a.keybox.len() as u64);
         let mut r = BufferedReader::new(std::io::Cursor::new(a.keybox.clone()), BufferSize::default());
-        let out = crate::workload::stats::run(&mut r);
+        let out = crate::workload::stats::pass(&mut r);
         assert!(out.fatal.is_none());
         assert_eq!((out.stats.openpgp, out.stats.x509, out.stats.header), (20, 16, 1));
         let mut r = BufferedReader::new(std::io::Cursor::new(a.keybox.clone()), BufferSize::default());
-        let listed = crate::workload::list::run(&mut r, crate::workload::TypeFilter::All, |_| {});
+        let listed = crate::workload::list::pass(&mut r, crate::workload::TypeFilter::All, |_| {});
         assert!(listed.is_clean(), "{:?}", listed.problems);
         assert_eq!(listed.listed, 36);
         let other = generate(&GenConfig { seed: 2, ..Preset::Tiny.config() }, &mut |_, _, _| {}).unwrap();
@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn some_signers_are_outside_the_keybox() {
         use crate::openpgp::{Mode, SigStatus};
-        use crate::workload::sigs::run;
+        use crate::workload::sigs::on_keybox as run;
         let g = tiny();
         let s = &g.summary;
         assert!(s.outside_certifications > 0 && s.outside_certifications < s.certifications, "{s:?}");

@@ -45,10 +45,6 @@ use super::names::{person, ORGS};
 use super::signer::KeyKind;
 use super::x509::{chance, AkiStyle, CertSpec, MailIn};
 
-/// Share of end entities whose authorityKeyIdentifier has the key id only
-/// (the calibration knob; see the module docs).
-pub(super) const KEYID_ONLY_SHARE: f64 = 0.35;
-
 /// 2015-01-01T00:00:00Z.
 const Y2015: i64 = 1_420_070_400;
 /// One (Julian) year in seconds.

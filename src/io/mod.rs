@@ -27,6 +27,7 @@ mod raw_read;
 mod source;
 pub mod sqlite;
 mod tally;
+mod text;
 
 pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
 pub use buffer_size::{BufferSize, BufferSizeError};
@@ -37,3 +38,4 @@ pub use keybox_file::{KeyboxFile, OpenError};
 pub use raw_read::RawRead;
 pub use source::{MemoryOpener, Opener, PathOpener};
 pub use tally::IoTally;
+pub use text::{count_lines_containing, is_file, read_text, ReadTextError};

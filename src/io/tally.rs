@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use super::buffer_size::BufferSize;
 use super::change::{KeyboxChange, Watch};
-use super::sqlite::FileStats;
-use crate::events::{observer, IoObserver, IoStats, Reporter};
+use crate::events::{observer, FileStats, IoObserver, IoStats, Reporter};
 
 /// The running total of the file events of every handle opened with it.
 ///

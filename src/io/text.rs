@@ -1,4 +1,5 @@
-//! Reading small text files kbxscope is pointed at (a trustlist).
+//! Reading small text files kbxscope is pointed at (a trustlist, a GnuPG
+//! home's `common.conf`, strace's log). Not counted: they are no keybox.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

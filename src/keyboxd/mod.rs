@@ -30,9 +30,9 @@ mod schema;
 pub mod server;
 pub mod write;
 
-pub use image::{blob_of, Filter, Image, RowFault, RowMap, RowProblem};
+pub use image::{blob_of, Filter, Image, RowMap};
 pub use listing::{Listing, ListingOpener};
-pub use rows::{PubkeyRow, ROW_COLUMNS};
+pub use rows::{PubkeyRow, RowFault, RowProblem, ROW_COLUMNS};
 
 use std::path::{Path, PathBuf};
 

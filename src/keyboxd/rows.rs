@@ -1,10 +1,65 @@
 //! One row of keyboxd's `pubkey` table, read with its types checked and
 //! its lengths capped before anything is copied.
 
+use std::fmt;
+
 use rusqlite::types::ValueRef;
 
-use super::image::{RowFault, RowProblem};
+use crate::kbx::create::CreateError;
 use crate::kbx::IMAGELEN_LIMIT;
+
+/// What is wrong with one row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowFault {
+    /// A column holds a value of the wrong type.
+    #[error("column '{column}' holds {found}")]
+    Column {
+        /// The column.
+        column: &'static str,
+        /// What it holds.
+        found: &'static str,
+    },
+    /// The keyblob is larger than a keybox blob may be.
+    #[error("its keyblob has {bytes} bytes, more than the 5 MiB a keybox blob may have")]
+    TooLarge {
+        /// Its length.
+        bytes: u64,
+    },
+    /// A type keyboxd does not write.
+    #[error("type {0} is neither 1 (OpenPGP) nor 2 (X.509)")]
+    UnknownType(i64),
+    /// The keyblob is no keyblock or certificate.
+    #[error("its keyblob is {}: {source}", if *.openpgp { "no OpenPGP keyblock" } else { "no X.509 certificate" })]
+    Keyblob {
+        /// Whether the row says OpenPGP.
+        openpgp: bool,
+        /// Why.
+        source: CreateError,
+    },
+}
+
+/// A row that could not be taken, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowProblem {
+    /// The row's place in `ubid` order (0 = the first).
+    pub index: u64,
+    /// Its `ubid` in hex (empty when unreadable).
+    pub ubid: String,
+    /// What is wrong.
+    pub fault: RowFault,
+}
+
+impl fmt::Display for RowProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "row {}", self.index)?;
+        if !self.ubid.is_empty() {
+            write!(f, " (ubid {})", self.ubid)?;
+        }
+        write!(f, ": {}", self.fault)
+    }
+}
+
+impl std::error::Error for RowProblem {}
 
 /// The columns of `pubkey` every read of a row selects, in this order.
 pub const ROW_COLUMNS: &str = "ubid, type, ephemeral, revoked, keyblob";

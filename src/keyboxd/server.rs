@@ -29,7 +29,8 @@
 
 use std::cell::RefCell;
 
-use super::image::{blob_of, RowProblem};
+use super::image::blob_of;
+use super::rows::RowProblem;
 use super::rows::{ubid_hex, PubkeyRow};
 use crate::io::sqlite::{Database, DbError, Pending};
 use crate::kbx::dump::hex_upper;

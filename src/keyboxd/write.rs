@@ -77,6 +77,16 @@ struct Builder {
     conn: Connection,
 }
 
+/// What became of one key blob.
+enum Added {
+    /// Stored.
+    Stored,
+    /// A key with the same `ubid` was stored already.
+    SameUbid,
+    /// Not stored, and why.
+    Skipped(String),
+}
+
 impl Builder {
     fn new(created: &str) -> Result<Self, WriteError> {
         let conn = Connection::open_in_memory()?;
@@ -89,18 +99,20 @@ impl Builder {
     }
 
     /// Store one key blob; `Ok(false)` when its `ubid` is stored already.
-    fn add(&self, blob: &KeyBlob<'_>) -> Result<Result<bool, String>, WriteError> {
+    fn add(&self, blob: &KeyBlob<'_>) -> Result<Added, WriteError> {
         let data = blob.data();
         let (kind, keys, uids, issuer): (i64, Vec<KeyRow>, Vec<UidRow>, _) = match blob.blob_type {
             BlobType::OpenPgp => {
-                let Ok(packets) = split_packets(data) else { return Ok(Err("its keyblock does not frame".into())) };
+                let Ok(packets) = split_packets(data) else {
+                    return Ok(Added::Skipped("its keyblock does not frame".into()));
+                };
                 let mut keys = Vec::new();
                 let mut uids = Vec::new();
                 for p in &packets {
                     match p.tag {
                         tag::PUBLIC_KEY | tag::PUBLIC_SUBKEY => match key_packet(p.body) {
                             Ok(k) => keys.push((k.fingerprint, k.key_id.to_vec())),
-                            Err(e) => return Ok(Err(format!("key packet {}: {e}", keys.len()))),
+                            Err(e) => return Ok(Added::Skipped(format!("key packet {}: {e}", keys.len()))),
                         },
                         tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
                         _ => {}
@@ -128,16 +140,16 @@ impl Builder {
                 let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
                 (2, vec![(fpr, kid)], uids, Some(issuer))
             }
-            _ => return Ok(Err("neither OpenPGP nor X.509".into())),
+            _ => return Ok(Added::Skipped("neither OpenPGP nor X.509".into())),
         };
-        let Some((primary, _)) = keys.first() else { return Ok(Err("its keyblock holds no key".into())) };
+        let Some((primary, _)) = keys.first() else { return Ok(Added::Skipped("its keyblock holds no key".into())) };
         let ubid = &primary[..primary.len().min(20)];
         let stored = self.conn.execute(
             "INSERT OR IGNORE INTO pubkey(ubid,type,ephemeral,revoked,keyblob) VALUES(?1,?2,?3,0,?4)",
             params![ubid, kind, i64::from(blob.is_ephemeral()), data],
         )?;
         if stored == 0 {
-            return Ok(Ok(false));
+            return Ok(Added::SameUbid);
         }
         for (i, (fpr, kid)) in keys.iter().enumerate() {
             self.conn.execute(
@@ -157,7 +169,7 @@ impl Builder {
                 params![sn, String::from_utf8_lossy(&dn), ubid],
             )?;
         }
-        Ok(Ok(true))
+        Ok(Added::Stored)
     }
 }
 
@@ -181,10 +193,10 @@ pub fn database(keybox: &[u8], created: &str) -> Result<Written, WriteError> {
         };
         if let Ok(Blob::Key(k)) = parse_blob(image) {
             match b.add(&k)? {
-                Ok(true) if k.blob_type == BlobType::X509 => out.x509 += 1,
-                Ok(true) => out.openpgp += 1,
-                Ok(false) => out.skipped.push((index, at as u64, "a key with the same ubid came first".into())),
-                Err(why) => out.skipped.push((index, at as u64, why)),
+                Added::Stored if k.blob_type == BlobType::X509 => out.x509 += 1,
+                Added::Stored => out.openpgp += 1,
+                Added::SameUbid => out.skipped.push((index, at as u64, "a key with the same ubid came first".into())),
+                Added::Skipped(why) => out.skipped.push((index, at as u64, why)),
             }
         }
         at += len;

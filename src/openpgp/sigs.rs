@@ -387,7 +387,7 @@ mod tests {
     use super::*;
     use crate::io::{BufferSize, MemoryOpener};
     use crate::lookup::Strategy;
-    use crate::workload::sigs::run;
+    use crate::workload::sigs::on_keybox as run;
 
     const MIXED: &[u8] = include_bytes!("../../tests/fixtures/gnupg-mixed.kbx");
 

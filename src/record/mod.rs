@@ -24,7 +24,7 @@ use std::time::Duration;
 use kbx_preload::protocol::{self, Op, OpStats, Record};
 use serde::Serialize;
 
-use crate::events::{FileEvent, FileOp, IoStats, Origin};
+use crate::events::{FileEvent, FileOp, FileStats, IoStats, Origin};
 
 /// The files watched unless `--watch` says otherwise: the keybox and
 /// keyboxd's SQLite database with its journal, WAL and shared memory.
@@ -51,15 +51,6 @@ pub fn file_op(op: Op) -> Option<FileOp> {
         Op::Access => FileOp::Access,
         Op::Fopen | Op::Fclose | Op::StdioRead | Op::StdioSeek => return None,
     })
-}
-
-/// One watched file of a process.
-#[derive(Debug, Clone, Default)]
-pub struct FileStats {
-    /// The path as the program gave it.
-    pub path: String,
-    /// Its calls.
-    pub stats: IoStats,
 }
 
 /// One recorded process (all its images).

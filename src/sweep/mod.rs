@@ -22,11 +22,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::events::IoStats;
-use crate::io::Opener;
-use crate::io::{BufferSize, IoTally, KeyboxFile, OpenError, PathOpener};
+use crate::io::{BufferSize, IoTally};
 use crate::kbx::search::{Pattern, PatternError};
-use crate::keyboxd::{self, Filter, Image, KeyboxdError};
 use crate::lookup::Strategy;
+use crate::store::{Store, StoreError, StoreKind};
+use crate::workload::stats::StoreStats;
 use crate::workload::{self, ScanError};
 use crate::x509::TrustList;
 
@@ -44,9 +44,9 @@ pub fn median(v: &[f64]) -> f64 {
 /// Why a sweep stopped. The CLI words it; the variants say what and where.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
-    /// The keybox cannot be opened.
+    /// The store cannot be opened or read.
     #[error(transparent)]
-    Open(#[from] OpenError),
+    Store(#[from] StoreError),
     /// A run met an error in the keybox (it names the blob and offset).
     #[error("{error}")]
     Scan {
@@ -58,88 +58,37 @@ pub enum SweepError {
     /// The find workload's pattern is not a valid search pattern.
     #[error(transparent)]
     Pattern(#[from] PatternError),
-    /// The keyboxd database cannot be read.
-    #[error(transparent)]
-    Keyboxd(#[from] Box<KeyboxdError>),
 }
 
-impl From<KeyboxdError> for SweepError {
-    fn from(e: KeyboxdError) -> Self {
-        Self::Keyboxd(Box::new(e))
-    }
-}
-
-/// Run the workload once on the keyboxd database `path` with `tally`,
-/// SQLite's page cache `cache` bytes.
-fn run_once_keyboxd(
+/// Run the workload once on the store `path` (a keybox, or keyboxd's
+/// database with SQLite's page cache the tally's buffer size) with `tally`.
+fn run_once(
     path: &Path,
+    kind: StoreKind,
     workload: &Workload,
     trust: &TrustList,
     at: i64,
     tally: &IoTally,
 ) -> Result<(), SweepError> {
-    let fail = |error: ScanError| SweepError::Scan { size: tally.buffer_size(), error };
-    let cache = (tally.buffer_size().bytes() as u64).div_ceil(1024);
-    let db = keyboxd::open_with_cache(path, tally, Some(cache))?;
-    let image = |filter| Image::read(&db, filter);
+    let cache = match kind {
+        StoreKind::Keybox => None,
+        StoreKind::Keyboxd => Some((tally.buffer_size().bytes() as u64).div_ceil(1024)),
+    };
+    let store = Store::open_as(path, kind, tally, cache)?;
     let fatal = match workload {
-        Workload::Validate(lookup) => workload::validate::run_keyboxd(&db, *lookup, trust, at, |_| {})?.0.fatal,
-        Workload::Sigs(mode, lookup) => workload::sigs::run_keyboxd(&db, *mode, *lookup, at, |_| {})?.0.fatal,
-        Workload::List => {
-            let image = image(Filter::All)?;
-            workload::list::run(&mut *image.opener().open()?, workload::TypeFilter::All, |_| {}).fatal
-        }
-        Workload::Stats => {
-            workload::keyboxd::stats(&db)?;
-            None
-        }
+        Workload::Validate(lookup) => workload::validate::run(&store, *lookup, trust, at, |_| {})?.outcome.fatal,
+        Workload::Sigs(mode, lookup) => workload::sigs::run(&store, *mode, *lookup, at, |_| {})?.outcome.fatal,
+        Workload::List => workload::list::run(&store, workload::TypeFilter::All, |_| {})?.outcome.fatal,
+        Workload::Stats => match workload::stats::run(&store)? {
+            StoreStats::Keybox(outcome) => outcome.fatal,
+            StoreStats::Keyboxd(_) => None,
+        },
         Workload::Find(p) => {
             let pattern = Pattern::parse(p)?;
-            let image = image(Filter::All)?;
-            workload::find::run(&mut *image.opener().open()?, &[pattern], false, |_| {}).fatal
+            workload::find::run(&store, &[pattern], false, |_| {})?.outcome.fatal
         }
     };
-    fatal.map_or(Ok(()), |e| Err(fail(e)))
-}
-
-/// Run the workload once on `path` with `tally`.
-fn run_once(path: &Path, workload: &Workload, trust: &TrustList, at: i64, tally: &IoTally) -> Result<(), SweepError> {
-    let fail = |error: ScanError| SweepError::Scan { size: tally.buffer_size(), error };
-    match workload {
-        Workload::Validate(lookup) => {
-            let opener = PathOpener::new(path.to_path_buf(), tally.clone());
-            let out = workload::validate::run(&opener, *lookup, trust, at, |_| {})?;
-            if let Some(e) = out.fatal {
-                return Err(fail(e));
-            }
-        }
-        Workload::Sigs(mode, lookup) => {
-            let opener = PathOpener::new(path.to_path_buf(), tally.clone());
-            if let Some(e) = workload::sigs::run(&opener, *mode, *lookup, at, |_| {})?.fatal {
-                return Err(fail(e));
-            }
-        }
-        Workload::List => {
-            let mut f = KeyboxFile::open(path, tally)?;
-            if let Some(e) = workload::list::run(&mut f, workload::TypeFilter::All, |_| {}).fatal {
-                return Err(fail(e));
-            }
-        }
-        Workload::Stats => {
-            let mut f = KeyboxFile::open(path, tally)?;
-            if let Some(e) = workload::stats::run(&mut f).fatal {
-                return Err(fail(e));
-            }
-        }
-        Workload::Find(p) => {
-            let pattern = Pattern::parse(p)?;
-            let mut f = KeyboxFile::open(path, tally)?;
-            if let Some(e) = workload::find::run(&mut f, &[pattern], false, |_| {}).fatal {
-                return Err(fail(e));
-            }
-        }
-    }
-    Ok(())
+    fatal.map_or(Ok(()), |error| Err(SweepError::Scan { size: tally.buffer_size(), error }))
 }
 
 /// The difference of two tallies' snapshots (one run's events).
@@ -207,10 +156,8 @@ pub fn run(path: &Path, plan: &Plan<'_>, progress: &mut dyn FnMut(Step)) -> Resu
         // `first` reads nothing: its changes are only the ones every size
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();
-        let once = |tally: &IoTally| match plan.keyboxd {
-            true => run_once_keyboxd(path, plan.workload, plan.trust, plan.at, tally),
-            false => run_once(path, plan.workload, plan.trust, plan.at, tally),
-        };
+        let kind = if plan.keyboxd { StoreKind::Keyboxd } else { StoreKind::Keybox };
+        let once = |tally: &IoTally| run_once(path, kind, plan.workload, plan.trust, plan.at, tally);
         let _size =
             tracing::info_span!(target: "kbx::sweep", "size", buffer_size = s.size.bytes() as u64, label = %s.label)
                 .entered();

@@ -305,7 +305,7 @@ mod tests {
         let metrics = Arc::new(super::IoMetrics::default());
         let tally = IoTally::with_observer(BufferSize::Bytes(8192), Some(metrics.clone()));
         let mut f = KeyboxFile::open(&path, &tally).unwrap();
-        let out = crate::workload::stats::run(&mut f);
+        let out = crate::workload::stats::pass(&mut f);
         assert!(out.fatal.is_none());
         drop(f);
         let text = metrics.render();

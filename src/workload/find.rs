@@ -5,18 +5,42 @@
 //! any pattern does) and stops at the first match — unless `all` is set,
 //! then it goes on to the end.
 
-use crate::io::RawRead;
+use crate::io::{Opener, RawRead};
 
 use super::list::{describe, key_blob, ListOutcome, Listed, TypeFilter};
+use super::places::Ran;
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::BufferedReader;
 use crate::kbx::search::Pattern;
+use crate::keyboxd::{Filter, Image};
+use crate::store::{Store, StoreError};
 
-/// Search the keybox for blobs matching any of `patterns`.
+/// Search `store` for keys matching any of `patterns` (a database's rows
+/// in `ubid` order, as keyboxd lists them).
+///
+/// # Errors
+/// The store cannot be read; later problems are in the outcome.
+pub fn run(
+    store: &Store,
+    patterns: &[Pattern],
+    all: bool,
+    emit: impl FnMut(Listed),
+) -> Result<Ran<ListOutcome>, StoreError> {
+    match store {
+        Store::Keybox { opener, .. } => Ok(Ran::keybox(pass(&mut *opener.open()?, patterns, all, emit))),
+        Store::Keyboxd { db, .. } => {
+            let image = Image::read(db, Filter::All)?;
+            let outcome = pass(&mut *image.opener().open()?, patterns, all, emit);
+            Ok(Ran::rows(outcome, image.map))
+        }
+    }
+}
+
+/// Search one reader for blobs matching any of `patterns`.
 ///
 /// Blobs that do not decode count as "no match" (as in GnuPG) and are
 /// reported in [`ListOutcome::problems`].
-pub fn run<F: RawRead>(
+pub fn pass<F: RawRead>(
     reader: &mut BufferedReader<F>,
     patterns: &[Pattern],
     all: bool,

@@ -1,13 +1,16 @@
 //! `list`: every key and certificate, like `gpg -k` and `gpgsm -k`.
 
-use crate::io::RawRead;
+use crate::io::{Opener, RawRead};
 
 use serde::Serialize;
 
+use super::places::Ran;
 use super::scan::{ContentError, Item, ScanError, Scanner};
 use crate::io::BufferedReader;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+use crate::keyboxd::{Filter, Image};
 use crate::openpgp::{self, OpenPgpKey};
+use crate::store::{Store, StoreError};
 use crate::x509::{self, X509Cert};
 
 /// Which blobs to list.
@@ -108,8 +111,24 @@ pub(super) fn key_blob(image: &[u8], filter: TypeFilter) -> Option<Result<KeyBlo
     }))
 }
 
-/// List every key blob admitted by `filter`, in file order.
-pub fn run<F: RawRead>(
+/// List every key blob of `store` admitted by `filter`, in file order (a
+/// database's rows in `ubid` order, as keyboxd lists them).
+///
+/// # Errors
+/// The store cannot be read; later problems are in the outcome.
+pub fn run(store: &Store, filter: TypeFilter, emit: impl FnMut(Listed)) -> Result<Ran<ListOutcome>, StoreError> {
+    match store {
+        Store::Keybox { opener, .. } => Ok(Ran::keybox(pass(&mut *opener.open()?, filter, emit))),
+        Store::Keyboxd { db, .. } => {
+            let image = Image::read(db, Filter::All)?;
+            let outcome = pass(&mut *image.opener().open()?, filter, emit);
+            Ok(Ran::rows(outcome, image.map))
+        }
+    }
+}
+
+/// List every key blob of one reader admitted by `filter`, in file order.
+pub fn pass<F: RawRead>(
     reader: &mut BufferedReader<F>,
     filter: TypeFilter,
     mut emit: impl FnMut(Listed),

@@ -1,9 +1,11 @@
 //! What a user does with a keybox: count, dump, list, find, validate the
 //! certificates, list or check the signatures.
 //!
-//! Workloads take a [`BufferedReader`](crate::io::BufferedReader) — never a
-//! path — and return values or hand records to a callback; they print
-//! nothing. Every pass reads the file the way GnuPG does: blob by blob,
+//! Each workload has one entry point, `run`, that takes a
+//! [`Store`](crate::store::Store) — a keybox or keyboxd's database — and
+//! returns values or hands records to a callback; they print nothing. A
+//! pass over one [`BufferedReader`](crate::io::BufferedReader) is `pass`
+//! (a keybox's handle, or a database's rows as blobs in memory). Every pass reads the file the way GnuPG does: blob by blob,
 //! each blob completely, deleted blobs skipped with a seek.
 
 mod cores;
@@ -11,12 +13,14 @@ pub mod dump;
 pub mod find;
 pub mod keyboxd;
 pub mod list;
+mod places;
 mod scan;
 pub mod sigs;
 pub mod stats;
 pub mod validate;
 
 pub use list::{KeyDetails, ListOutcome, Listed, TypeFilter};
+pub use places::{Places, Ran};
 pub use scan::{ContentError, Item, NotAKeybox, ScanError, ScanErrorKind, Scanner};
 
 #[cfg(test)]
@@ -33,11 +37,11 @@ mod tests {
     /// Run every workload over `file`; none may panic or loop.
     fn all_workloads(file: &[u8], size: BufferSize) {
         let reader = || BufferedReader::new(Cursor::new(file.to_vec()), size);
-        let _ = super::stats::run(&mut reader());
-        let _ = super::dump::run(&mut reader(), |_| {});
-        let _ = super::list::run(&mut reader(), super::TypeFilter::All, |_| {});
+        let _ = super::stats::pass(&mut reader());
+        let _ = super::dump::pass(&mut reader(), |_| {});
+        let _ = super::list::pass(&mut reader(), super::TypeFilter::All, |_| {});
         let patterns = [Pattern::parse("example").unwrap()];
-        let _ = super::find::run(&mut reader(), &patterns, true, |_| {});
+        let _ = super::find::pass(&mut reader(), &patterns, true, |_| {});
     }
 
     proptest! {
@@ -63,7 +67,7 @@ mod tests {
     #[test]
     fn stats_of_the_deleted_fixture() {
         let mut r = BufferedReader::new(Cursor::new(DELETED.to_vec()), BufferSize::Bytes(8192));
-        let out = super::stats::run(&mut r);
+        let out = super::stats::pass(&mut r);
         assert!(out.fatal.is_none());
         assert_eq!((out.stats.total, out.stats.empty, out.stats.deleted_blobs), (48, 2, 3));
         // Blob 6 (deleted) lies inside the first 8 KiB buffer: skipped for free.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::cores;
+use super::places::Ran;
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
@@ -23,6 +24,7 @@ use crate::keyboxd::{Filter, Image, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::openpgp::lookup as signers;
 use crate::openpgp::{self, check_keyblock, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
+use crate::store::{Store, StoreError};
 use crate::timefmt::rfc3339;
 
 /// One key with its signatures.
@@ -54,6 +56,29 @@ pub struct SigsOutcome {
     pub fatal: Option<ScanError>,
 }
 
+/// List every OpenPGP key of `store` with its signatures (`mode`: listed
+/// or checked), signers looked up with `lookup`, at time `at` (Unix
+/// seconds).
+///
+/// # Errors
+/// The store cannot be read before the listing starts; later problems
+/// are in the outcome.
+pub fn run(
+    store: &Store,
+    mode: Mode,
+    lookup: Strategy,
+    at: i64,
+    emit: impl FnMut(KeySigs),
+) -> Result<Ran<SigsOutcome>, StoreError> {
+    match store {
+        Store::Keybox { opener, .. } => Ok(Ran::keybox(on_keybox(opener, mode, lookup, at, emit)?)),
+        Store::Keyboxd { db, .. } => {
+            let (outcome, map) = on_database(db, mode, lookup, at, emit)?;
+            Ok(Ran::rows(outcome, map))
+        }
+    }
+}
+
 /// List every OpenPGP key of a keyboxd database with its signatures.
 /// `gnupg` replays gpg through keyboxd: the listing a `SEARCH` and a
 /// `NEXT` per key, every signer lookup behind gpg's caches keyboxd's
@@ -65,7 +90,7 @@ pub struct SigsOutcome {
 ///
 /// # Errors
 /// SQLite's error before the listing starts; later ones are in the outcome.
-pub fn run_keyboxd(
+fn on_database(
     db: &Database,
     mode: Mode,
     lookup: Strategy,
@@ -74,7 +99,7 @@ pub fn run_keyboxd(
 ) -> Result<(SigsOutcome, RowMap), KeyboxdError> {
     if lookup != Strategy::Gnupg {
         let image = Image::read(db, Filter::OpenPgp)?;
-        let outcome = run(&image.opener(), mode, lookup, at, emit)?;
+        let outcome = on_keybox(&image.opener(), mode, lookup, at, emit)?;
         return Ok((outcome, image.map));
     }
     let server = Server::start(db, Client::Gpg)?;
@@ -95,7 +120,7 @@ pub fn run_keyboxd(
 /// # Errors
 /// [`OpenError`] if the first handle cannot be opened; later problems are
 /// in the outcome.
-pub fn run<O: Opener + Clone>(
+pub fn on_keybox<O: Opener + Clone>(
     opener: &O,
     mode: Mode,
     lookup: Strategy,

@@ -1,10 +1,12 @@
 //! `stats`: count blobs like `kbxutil --stats`.
 
-use crate::io::RawRead;
+use crate::io::{Opener, RawRead};
 
+use super::keyboxd::DbStats;
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::BufferedReader;
 use crate::kbx::stats::KbxStats;
+use crate::store::{Store, StoreError};
 
 /// The counters of a pass, and the error that ended it early, if any.
 #[derive(Debug)]
@@ -15,8 +17,29 @@ pub struct StatsOutcome {
     pub fatal: Option<ScanError>,
 }
 
-/// Read the whole keybox and count its blobs.
-pub fn run<F: RawRead>(reader: &mut BufferedReader<F>) -> StatsOutcome {
+/// What `stats` counts: a keybox's blobs, or what a database's tables hold.
+#[derive(Debug)]
+pub enum StoreStats {
+    /// A keybox, counted as `kbxutil --stats` counts it.
+    Keybox(StatsOutcome),
+    /// A database.
+    Keyboxd(DbStats),
+}
+
+/// Count what `store` holds: a keybox read whole, blob by blob; a
+/// database's tables (see [`DbStats`]).
+///
+/// # Errors
+/// The store cannot be read (a keybox's damage is in the outcome).
+pub fn run(store: &Store) -> Result<StoreStats, StoreError> {
+    Ok(match store {
+        Store::Keybox { opener, .. } => StoreStats::Keybox(pass(&mut *opener.open()?)),
+        Store::Keyboxd { db, .. } => StoreStats::Keyboxd(super::keyboxd::stats(db)?),
+    })
+}
+
+/// Read a whole keybox from one reader and count its blobs.
+pub fn pass<F: RawRead>(reader: &mut BufferedReader<F>) -> StatsOutcome {
     let mut stats = KbxStats::default();
     let mut scan = Scanner::new(reader);
     let error = loop {

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::list::{KeyDetails, ListOutcome, Listed};
+use super::places::Ran;
 use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
@@ -19,15 +20,38 @@ use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::keyboxd::server::{Client, Server};
 use crate::keyboxd::{Filter, Image, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
+use crate::store::{Store, StoreError};
 use crate::x509::lookup as issuers;
 use crate::x509::{describe_decoded, Cert, CertInfo, CheckPool, IssuerLookup, KeyboxdIssuers, TrustList, Validator};
 
-/// List and validate every certificate.
+/// List and validate every certificate of `store` with the `lookup`
+/// strategy, trusting the roots of `trust`, at time `at` (Unix seconds).
+///
+/// # Errors
+/// The store cannot be read before the listing starts; later problems
+/// are in the outcome.
+pub fn run(
+    store: &Store,
+    lookup: Strategy,
+    trust: &TrustList,
+    at: i64,
+    emit: impl FnMut(Listed),
+) -> Result<Ran<ListOutcome>, StoreError> {
+    match store {
+        Store::Keybox { opener, .. } => Ok(Ran::keybox(on_keybox(opener, lookup, trust, at, emit)?)),
+        Store::Keyboxd { db, .. } => {
+            let (outcome, map) = on_database(db, lookup, trust, at, emit)?;
+            Ok(Ran::rows(outcome, map))
+        }
+    }
+}
+
+/// List and validate every certificate of a keybox (or of blobs in memory).
 ///
 /// # Errors
 /// [`OpenError`] if the listing handle cannot be opened; later problems
 /// are in the outcome.
-pub fn run<O: Opener + Clone>(
+pub fn on_keybox<O: Opener + Clone>(
     opener: &O,
     lookup: Strategy,
     trust: &TrustList,
@@ -79,7 +103,7 @@ pub fn run<O: Opener + Clone>(
 ///
 /// # Errors
 /// SQLite's error before the listing starts; later ones are in the outcome.
-pub fn run_keyboxd(
+fn on_database(
     db: &Database,
     lookup: Strategy,
     trust: &TrustList,
@@ -88,7 +112,7 @@ pub fn run_keyboxd(
 ) -> Result<(ListOutcome, RowMap), KeyboxdError> {
     if lookup != Strategy::Gnupg {
         let image = Image::read(db, Filter::X509)?;
-        let outcome = run(&image.opener(), lookup, trust, at, emit)?;
+        let outcome = on_keybox(&image.opener(), lookup, trust, at, emit)?;
         return Ok((outcome, image.map));
     }
     let server = Server::start(db, Client::Gpgsm)?;

@@ -17,8 +17,9 @@
 
 use serde::Serialize;
 
-use super::certinfo::{Cert, CertInfo, Memo};
+use super::certinfo::{Cert, CertInfo};
 use super::lookup::IssuerLookup;
+use super::memo::Memo;
 use super::pool::CheckPool;
 use super::trustlist::TrustList;
 use crate::kbx::dump::hex_upper;

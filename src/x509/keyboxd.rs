@@ -14,8 +14,9 @@
 //! * After a chain reached a root: one fingerprint `SEARCH` per chain
 //!   element.
 
-use super::certinfo::{Cert, Memo};
+use super::certinfo::Cert;
 use super::lookup::{subject_keyid, IssuerLookup};
+use super::memo::Memo;
 use crate::kbx::{parse_blob, Blob};
 use crate::keyboxd::server::{Found, Search, Server, Session};
 use crate::lookup::{LookupError, Sought};

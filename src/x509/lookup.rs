@@ -24,7 +24,8 @@
 use crate::io::RawRead;
 use std::collections::HashMap;
 
-use super::certinfo::{serial_eq, Cert, Memo};
+use super::certinfo::{serial_eq, Cert};
+use super::memo::Memo;
 use crate::io::{read_blob, BufferedReader, Next, Opener, Take};
 use crate::kbx::blob::key_table_fingerprints;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};

@@ -3,7 +3,8 @@
 //! * [`describe`](describe()): a certificate's listing fields (`list`);
 //! * `trustlist`: gpg-agent's `trustlist.txt` ([`TrustList`]);
 //! * `certinfo`: the parts of a certificate validation looks at
-//!   ([`CertInfo`]), decoded and signature-checked once per run ([`Memo`]);
+//!   ([`CertInfo`]);
+//! * `memo`: certificates decoded and signatures checked once per run ([`Memo`]);
 //! * `chain`: chain building and gpgsm's verdicts ([`Validator`]);
 //! * `sigcheck`: signature checks with exactly the algorithms gpgsm
 //!   verifies (the arithmetic is [`crate::crypto`]'s);
@@ -20,6 +21,7 @@ mod chain;
 mod describe;
 mod keyboxd;
 pub(crate) mod lookup;
+mod memo;
 mod pool;
 mod sigcheck;
 mod trustlist;
@@ -27,11 +29,12 @@ mod trustlist;
 #[cfg(test)]
 mod tests;
 
-pub use certinfo::{Cert, CertDecodeError, CertInfo, Memo};
+pub use certinfo::{Cert, CertDecodeError, CertInfo};
 pub use chain::{Problem, Validation, Validator};
 pub use describe::{describe, describe_decoded, X509Cert};
 pub(crate) use keyboxd::Keyboxd as KeyboxdIssuers;
 pub use lookup::IssuerLookup;
+pub use memo::Memo;
 pub use pool::CheckPool;
 pub use sigcheck::verify_der;
 pub use trustlist::TrustList;

@@ -10,7 +10,7 @@ use crate::io::{BufferSize, MemoryOpener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::encode::{encode_header, HeaderSpec};
 use crate::lookup::Strategy;
-use crate::workload::validate::run;
+use crate::workload::validate::on_keybox as run;
 use crate::x509::TrustList;
 
 const NOW: i64 = 1_800_000_000;

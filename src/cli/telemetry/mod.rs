@@ -22,11 +22,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use super::args::BadValue;
 use super::output::write_file;
+use super::parse::PushUrl;
 use kbxscope::telemetry::{self, IoMetrics, COMMAND_BUCKETS, COMMAND_DURATION};
 use push::push;
-pub use push::{parse_push_url, PushUrl};
 use serve::serve;
 
 /// What the user asked for.
@@ -127,53 +126,5 @@ impl Telemetry {
             push(url, &sources.render())?;
         }
         Ok(())
-    }
-}
-
-/// `--linger`: `30s`, `500ms`, `2m`, or a number of seconds; at most a day.
-pub fn parse_duration(s: &str) -> Result<Duration, BadValue> {
-    kbxscope::units::duration(s)
-        .ok()
-        .filter(|d| *d <= Duration::from_secs(86_400))
-        .ok_or_else(|| BadValue(format!("expected a duration such as 30s, 500ms, 2m or 1h (at most 24h); got '{s}'")))
-}
-
-/// `--metrics-listen`: an address with a port; the default is loopback.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, BadValue> {
-    s.parse().map_err(|_| {
-        BadValue(format!("expected an IP address and port such as 127.0.0.1:9464 or [::1]:9464; got '{s}'"))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("5"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("25h").is_err());
-        assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("soon").is_err());
-    }
-
-    #[test]
-    fn push_urls() {
-        let u = parse_push_url("http://127.0.0.1:9091").unwrap();
-        assert_eq!((u.authority.as_str(), u.prefix.as_str()), ("127.0.0.1:9091", ""));
-        assert_eq!(parse_push_url("http://gw.example:80/pg/").unwrap().prefix, "/pg");
-        for bad in ["https://h:1", "http://h", "http://:9091", "http://h:x", "h:9091", "http://h:1/a?b"] {
-            assert!(parse_push_url(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn addresses() {
-        assert!(parse_listen("127.0.0.1:9464").is_ok());
-        assert!(parse_listen("[::1]:9000").is_ok());
-        assert!(parse_listen("localhost").is_err());
     }
 }

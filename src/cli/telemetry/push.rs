@@ -7,34 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::serve::CONTENT_TYPE;
-use crate::cli::args::BadValue;
-
-/// `--metrics-push`: a Pushgateway's `http://HOST:PORT[/PREFIX]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PushUrl {
-    /// `HOST:PORT`, as given.
-    pub(super) authority: String,
-    /// The path before `/metrics/job/…`, without a trailing slash.
-    pub(super) prefix: String,
-}
-
-impl std::fmt::Display for PushUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}{}", self.authority, self.prefix)
-    }
-}
-
-/// `--metrics-push`: `http://HOST:PORT` with an optional path prefix.
-pub fn parse_push_url(s: &str) -> Result<PushUrl, BadValue> {
-    let bad = || BadValue(format!("expected a Pushgateway URL such as http://127.0.0.1:9091; got '{s}'"));
-    let rest = s.strip_prefix("http://").ok_or_else(bad)?;
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let port = authority.rsplit_once(':').map(|(_, p)| p).ok_or_else(bad)?;
-    if port.parse::<u16>().is_err() || authority.starts_with(':') || path.contains(['?', '#', ' ']) {
-        return Err(bad());
-    }
-    Ok(PushUrl { authority: authority.to_string(), prefix: path.trim_end_matches('/').to_string() })
-}
+use crate::cli::parse::PushUrl;
 
 /// PUT `body` as job `kbxscope` (replacing the job's previous push).
 pub(super) fn push(url: &PushUrl, body: &str) -> Result<()> {

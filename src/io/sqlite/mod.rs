@@ -27,19 +27,18 @@ use std::rc::Rc;
 use rusqlite::{Connection, OpenFlags};
 
 pub use pending::Pending;
-pub use syscalls::FileStats;
 use syscalls::{Armed, Sink};
 
 use super::event::tracing_events;
 use super::tally::IoTally;
-use crate::events::Reporter;
+use crate::events::{FileStats, Reporter};
 
 /// What went wrong with a database.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     /// SQLite could not be set up to count its calls.
     #[error("cannot count SQLite's system calls: {0}")]
-    Hooks(String),
+    Hooks(#[from] syscalls::HookError),
     /// Another database is open on this thread.
     #[error("'{}': another database is open on this thread", path.display())]
     Busy {
@@ -120,7 +119,7 @@ impl Database {
     /// # Errors
     /// [`DbError`]: SQLite's, or another database already open on this thread.
     pub fn open(path: &Path, tally: &IoTally) -> Result<Self, DbError> {
-        syscalls::install().map_err(DbError::Hooks)?;
+        syscalls::install()?;
         let template = tally.fresh_stats();
         let armed = Armed::arm(Sink::new(template, tracing_events()))
             .ok_or_else(|| DbError::Busy { path: path.to_path_buf() })?;

@@ -39,15 +39,6 @@ use writes::{
 
 mod writes;
 
-/// The counters of one file, as SQLite named it.
-#[derive(Debug, Clone)]
-pub struct FileStats {
-    /// The path SQLite used.
-    pub path: String,
-    /// Its events.
-    pub stats: IoStats,
-}
-
 /// Where the calling thread's events go while a database is open on it.
 #[derive(Debug, Default)]
 pub(super) struct Sink {
@@ -283,7 +274,7 @@ struct Originals {
 static ORIGINALS: OnceLock<Originals> = OnceLock::new();
 
 /// Whether the hooks are installed (once per process).
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+static INSTALLED: OnceLock<Result<(), HookError>> = OnceLock::new();
 
 fn originals() -> &'static Originals {
     match ORIGINALS.get() {
@@ -422,27 +413,52 @@ unsafe extern "C" fn hook_mmap(
 /// # Errors
 /// The default VFS has no system-call table (not the unix VFS), or an
 /// entry is missing.
-pub(super) fn install() -> Result<(), String> {
+pub(super) fn install() -> Result<(), HookError> {
     INSTALLED.get_or_init(install_now).clone()
 }
 
 type Syscall = unsafe extern "C" fn();
 
-fn install_now() -> Result<(), String> {
+/// Why SQLite's system calls could not be hooked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookError {
+    /// SQLite has no default VFS.
+    #[error("SQLite has no default VFS")]
+    NoDefaultVfs,
+    /// The default VFS is not one with a system-call table (not unix).
+    #[error("SQLite's default VFS has no system-call table")]
+    NoSystemCallTable,
+    /// An entry the hooks need is not in the table.
+    #[error("SQLite's VFS has no \"{0}\" entry")]
+    MissingEntry(String),
+    /// The hooks were installed twice.
+    #[error("SQLite's system calls were hooked twice")]
+    Twice,
+    /// The VFS refused to take a hook.
+    #[error("SQLite's VFS refused a hook for \"{name}\" (code {code})")]
+    Refused {
+        /// The entry.
+        name: String,
+        /// SQLite's result code.
+        code: std::ffi::c_int,
+    },
+}
+
+fn install_now() -> Result<(), HookError> {
     // SAFETY: sqlite3_vfs_find with NULL returns the default VFS (the
     // library initializes itself first), valid for the process's life.
     let vfs = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
     if vfs.is_null() {
-        return Err("SQLite has no default VFS".into());
+        return Err(HookError::NoDefaultVfs);
     }
     // SAFETY: vfs is valid (above).
     let (get, set) = unsafe { ((*vfs).xGetSystemCall, (*vfs).xSetSystemCall) };
     let (Some(get), Some(set)) = (get, set) else {
-        return Err("SQLite's default VFS has no system-call table".into());
+        return Err(HookError::NoSystemCallTable);
     };
-    let original = |name: &CStr| -> Result<Syscall, String> {
+    let original = |name: &CStr| -> Result<Syscall, HookError> {
         // SAFETY: vfs is valid and name NUL-terminated.
-        unsafe { get(vfs, name.as_ptr()) }.ok_or_else(|| format!("SQLite's VFS has no {name:?} entry"))
+        unsafe { get(vfs, name.as_ptr()) }.ok_or_else(|| HookError::MissingEntry(name.to_string_lossy().into_owned()))
     };
     // SAFETY: each entry holds the function of the system call it is named
     // after, with that call's C signature; the transmutes restore it.
@@ -501,7 +517,7 @@ fn install_now() -> Result<(), String> {
     // table is set while no database is open (INSTALLED runs this once,
     // and every open waits for it).
     if ORIGINALS.set(o).is_err() {
-        return Err("SQLite's system calls were hooked twice".into());
+        return Err(HookError::Twice);
     }
     for (name, f) in table {
         // An entry SQLite leaves empty (pread64, pwrite64 where it uses
@@ -513,7 +529,7 @@ fn install_now() -> Result<(), String> {
         // calls the entry `name` with.
         let rc = unsafe { set(vfs, name.as_ptr(), Some(std::mem::transmute::<*const (), Syscall>(f))) };
         if rc != ffi::SQLITE_OK {
-            return Err(format!("SQLite's VFS refused a hook for {name:?} (code {rc})"));
+            return Err(HookError::Refused { name: name.to_string_lossy().into_owned(), code: rc });
         }
     }
     Ok(())

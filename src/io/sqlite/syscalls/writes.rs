@@ -34,9 +34,16 @@ fn missing<T: From<i8>>() -> T {
     T::from(-1)
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     if !armed() {
         return match originals().write {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(fd, buf, n) },
             None => missing(),
         };
@@ -44,9 +51,16 @@ pub(super) unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, n: siz
     refuse("write", Target::Fd(fd)) as ssize_t
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_pwrite(fd: c_int, buf: *const c_void, n: size_t, at: off_t) -> ssize_t {
     if !armed() {
         return match originals().pwrite {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(fd, buf, n, at) },
             None => missing(),
         };
@@ -54,9 +68,16 @@ pub(super) unsafe extern "C" fn hook_pwrite(fd: c_int, buf: *const c_void, n: si
     refuse("write", Target::Fd(fd)) as ssize_t
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_ftruncate(fd: c_int, len: off_t) -> c_int {
     if !armed() {
         return match originals().ftruncate {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(fd, len) },
             None => missing(),
         };
@@ -64,9 +85,16 @@ pub(super) unsafe extern "C" fn hook_ftruncate(fd: c_int, len: off_t) -> c_int {
     refuse("truncate", Target::Fd(fd))
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_fchmod(fd: c_int, mode: mode_t) -> c_int {
     if !armed() {
         return match originals().fchmod {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(fd, mode) },
             None => missing(),
         };
@@ -74,9 +102,16 @@ pub(super) unsafe extern "C" fn hook_fchmod(fd: c_int, mode: mode_t) -> c_int {
     refuse("chmod", Target::Fd(fd))
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_fchown(fd: c_int, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
     if !armed() {
         return match originals().fchown {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(fd, uid, gid) },
             None => missing(),
         };
@@ -84,9 +119,16 @@ pub(super) unsafe extern "C" fn hook_fchown(fd: c_int, uid: libc::uid_t, gid: li
     refuse("chown", Target::Fd(fd))
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_fallocate(fd: c_int, at: off_t, len: off_t) -> c_int {
     if !armed() {
         return match originals().fallocate {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(fd, at, len) },
             None => missing(),
         };
@@ -96,9 +138,16 @@ pub(super) unsafe extern "C" fn hook_fallocate(fd: c_int, at: off_t, len: off_t)
     libc::EACCES
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_unlink(path: *const c_char) -> c_int {
     if !armed() {
         return match originals().unlink {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(path) },
             None => missing(),
         };
@@ -106,9 +155,16 @@ pub(super) unsafe extern "C" fn hook_unlink(path: *const c_char) -> c_int {
     refuse("delete", Target::Path(path))
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_mkdir(path: *const c_char, mode: mode_t) -> c_int {
     if !armed() {
         return match originals().mkdir {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(path, mode) },
             None => missing(),
         };
@@ -116,9 +172,16 @@ pub(super) unsafe extern "C" fn hook_mkdir(path: *const c_char, mode: mode_t) ->
     refuse("mkdir", Target::Path(path))
 }
 
+/// SQLite's call, refused while armed (see [`refuse`]).
+///
+/// # Safety
+/// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_rmdir(path: *const c_char) -> c_int {
     if !armed() {
         return match originals().rmdir {
+            // SAFETY: `f` is SQLite's own entry for this call, taken from its
+            // system-call table with this signature, and the arguments are the
+            // caller's, passed on unchanged.
             Some(f) => unsafe { f(path) },
             None => missing(),
         };
