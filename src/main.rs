@@ -26,10 +26,9 @@ fn usage_exit(e: &clap::Error) -> ! {
 fn main() -> ExitCode {
     let argv = cli::args::join_optional_values(std::env::args_os());
     let args = cli::args::Cli::try_parse_from(argv).unwrap_or_else(|e| usage_exit(&e));
-    if let Err(usage) = args.check() {
-        usage_exit(&usage);
-    }
-    match cli::run(args) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let options = cli::resolve::resolve(args, now).unwrap_or_else(|e| usage_exit(&e));
+    match cli::run(options) {
         Ok(code) => code,
         Err(err) => {
             let broken_pipe = err

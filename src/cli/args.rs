@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::parse::{
     count, count_usize, keybox_path, parse_duration, parse_file_size, parse_listen, parse_push_url, parse_size,
-    parse_time, parse_workload, workload_help, BadValue, PushUrl,
+    parse_time, parse_workload, workload_help, PushUrl,
 };
 use kbxscope::io::BufferSize;
 use kbxscope::sweep::export::Format;
@@ -382,16 +382,6 @@ pub enum LookupArg {
     Index,
 }
 
-impl From<LookupArg> for kbxscope::lookup::Strategy {
-    fn from(a: LookupArg) -> Self {
-        match a {
-            LookupArg::Gnupg => Self::Gnupg,
-            LookupArg::Scan => Self::Scan,
-            LookupArg::Index => Self::Index,
-        }
-    }
-}
-
 /// Arguments of `find`.
 #[derive(Debug, Args)]
 pub struct FindArgs {
@@ -408,62 +398,6 @@ pub struct FindArgs {
     /// One JSON object per match, one per line.
     #[arg(long)]
     pub json: bool,
-}
-
-impl Cli {
-    /// Checks clap cannot express: `find`'s keybox and patterns (the first
-    /// of two or more arguments is the keybox); at most one of `sweep`'s
-    /// outputs on stdout. A bad one is a usage error,
-    /// reported and exited on (code 2) like clap's own.
-    pub fn check(&self) -> Result<(), clap::Error> {
-        use clap::CommandFactory;
-        if let Command::List(l) = &self.command {
-            if l.lookup.is_some() && !(l.with_validation || l.with_sigs || l.check_sigs) {
-                let msg = "the argument '--lookup' requires '--with-validation', '--with-sigs' or '--check-sigs'";
-                return Err(
-                    clap::Error::raw(clap::error::ErrorKind::MissingRequiredArgument, msg).format(&mut Cli::command())
-                );
-            }
-        }
-        if let Command::Sweep(a) = &self.command {
-            let to_stdout =
-                a.exports.0.iter().map(|(_, p)| p).chain(a.plot.as_ref()).filter(|p| p.as_os_str() == "-").count();
-            if to_stdout > 1 {
-                let options: Vec<String> = Format::ALL.iter().map(|f| format!("--{}", f.option())).collect();
-                let msg = format!("only one of {} and --plot can write to stdout ('-')", options.join(", "));
-                return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut Cli::command()));
-            }
-            if self.io_summary.is_some() {
-                // One summary is one buffer size; a sweep ran several.
-                let msg =
-                    "'--io-summary' does not apply to sweep: its table (and --export-json) gives each size's file \
-                           events";
-                return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut Cli::command()));
-            }
-            return Ok(());
-        }
-        let Command::Find(a) = &self.command else { return Ok(()) };
-        let invalid = |what: &str, value: &str, why: String| {
-            let msg = format!("invalid value '{value}' for '{what}': {why}");
-            clap::Error::raw(clap::error::ErrorKind::ValueValidation, msg).format(&mut Cli::command())
-        };
-        let (_, patterns) = a.split().map_err(|e| invalid("[FILE]", &a.args[0], e.0))?;
-        for p in patterns {
-            kbxscope::kbx::search::Pattern::parse(p).map_err(|e| invalid("<PATTERN>", p, e.to_string()))?;
-        }
-        Ok(())
-    }
-}
-
-impl FindArgs {
-    /// The keybox (if given) and the patterns.
-    pub fn split(&self) -> Result<(Option<PathBuf>, &[String]), BadValue> {
-        match self.args.as_slice() {
-            [one] => Ok((None, std::slice::from_ref(one))),
-            [file, patterns @ ..] => Ok((Some(keybox_path(file)?), patterns)),
-            [] => Err(BadValue("a pattern is required".into())),
-        }
-    }
 }
 
 /// Arguments of `gen`.
@@ -585,21 +519,6 @@ mod tests {
         let cli = Cli::try_parse_from(["kbxscope", "--io-summary", "dump", "x.kbx"]).unwrap();
         assert_eq!(cli.io_summary, Some(SummaryFormat::Text));
         assert_eq!(cli.kbx_buffer_size, BufferSize::Bytes(65536));
-    }
-
-    #[test]
-    fn find_arguments() {
-        let parse = |args: &[&str]| {
-            let cli = Cli::try_parse_from(args).unwrap();
-            let Command::Find(f) = cli.command else { panic!() };
-            let (file, patterns) = f.split().unwrap();
-            (file, patterns.to_vec())
-        };
-        assert_eq!(parse(&["k", "find", "alice"]), (None, vec!["alice".to_string()]));
-        assert_eq!(
-            parse(&["k", "find", "x.kbx", "a", "b"]),
-            (Some(PathBuf::from("x.kbx")), vec!["a".into(), "b".into()])
-        );
     }
 
     #[test]

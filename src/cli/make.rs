@@ -74,7 +74,7 @@ pub(super) fn gen(a: &GenArgs) -> Result<ExitCode> {
 }
 
 /// `convert`.
-pub(super) fn convert(a: &ConvertArgs, tally: &IoTally) -> Result<ExitCode> {
+pub(super) fn convert(a: &ConvertArgs, now: i64, tally: &IoTally) -> Result<ExitCode> {
     if !a.force && a.out.exists() {
         anyhow::bail!("'{}' exists; not replacing it (use --force to replace it)", a.out.display());
     }
@@ -88,9 +88,7 @@ pub(super) fn convert(a: &ConvertArgs, tally: &IoTally) -> Result<ExitCode> {
             kbxscope::kbx::Blob::Header(h) => Some(i64::from(h.created_at)),
             _ => None,
         })
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-        });
+        .unwrap_or(now);
     let created = kbxscope::timefmt::rfc3339(created).replace('T', " ");
     let db = kbxscope::keyboxd::write::database(&keybox, created.trim_end_matches('Z'))?;
     output::write_file(&a.out, &db.bytes, a.force)?;

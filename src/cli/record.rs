@@ -39,10 +39,10 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result};
 
-use super::args::{Cli, RecordArgs, SummaryFormat};
+use super::args::SummaryFormat;
 use super::preloaded::{alive, run_preloaded, Preloaded};
 use super::render::duration;
-use super::trace::TraceLevel;
+use super::resolve::{RecordJob, TraceOptions};
 use kbxscope::events::{FileOp, IoStats, Origin};
 use kbxscope::record::{self, Recorded};
 
@@ -50,7 +50,7 @@ use kbxscope::record::{self, Recorded};
 ///
 /// # Errors
 /// The interposer cannot be installed or the record directory made.
-pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
+pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOptions>) -> Result<ExitCode> {
     let (program, args) = a.program.split_first().context("no PROGRAM given")?;
     let Some(exe) = resolve(program) else {
         eprintln!("kbxscope: {}: command not found", program.to_string_lossy());
@@ -59,13 +59,11 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
     let name = program.to_string_lossy().into_owned();
     let statically = read_head(&exe).and_then(|h| record::elf::is_static(&h)).unwrap_or(false);
     let running = running_daemons(args);
-    let watch = if a.watch.is_empty() { record::DEFAULT_WATCH.join(":") } else { a.watch.join(":") };
-    let events = (cli.trace_out.is_some() && cli.trace_level >= TraceLevel::Event)
-        .then(|| cli.trace_max_events.min(record::MAX_EVENTS));
+    let events = trace.and_then(|t| t.recorded_events(record::MAX_EVENTS));
     let mut cmd = Command::new(&exe);
     cmd.arg0(program).args(args);
     let Preloaded { status, recorded, incomplete } =
-        match run_preloaded(&mut cmd, &watch, events, a.stacks.as_ref().map(|_| a.stack_every), a.wait_daemons)? {
+        match run_preloaded(&mut cmd, &a.watch, events, a.stacks.as_ref().map(|(_, every)| *every), a.wait_daemons)? {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("kbxscope: cannot run {name}: {e}");
@@ -115,13 +113,13 @@ pub fn run(a: &RecordArgs, cli: &Cli) -> Result<ExitCode> {
     if events.is_some() {
         recorded.for_each_event(kbxscope::events::trace);
     }
-    if let Some(path) = &a.stacks {
+    if let Some((path, _)) = &a.stacks {
         notes.push(write_stacks(path, &recorded)?);
     }
     for n in &notes {
         eprintln!("kbxscope: record: {n}");
     }
-    if let Some(format) = cli.io_summary {
+    if let Some(format) = summary {
         let text = match format {
             _ if statically => String::new(),
             SummaryFormat::Json => serde_json::to_string(&recorded.summary())? + "\n",

@@ -3,32 +3,36 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::{ListArgs, LookupArg};
+use super::report::{report, say, Reported};
 use super::store;
-use super::Reported;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::workload::sigs::{self, KeySigs};
 
-/// Run the listing.
-pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
-    let store = store::open(a.file.file.as_deref(), tally)?;
+/// Run the listing at time `now` (Unix seconds).
+pub(super) fn list(
+    file: Option<&Path>,
+    mode: Mode,
+    lookup: Strategy,
+    now: i64,
+    json: bool,
+    tally: &IoTally,
+) -> Result<ExitCode> {
+    let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
-    let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
-    let lookup = Strategy::from(a.lookup.unwrap_or(LookupArg::Gnupg));
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
     let print = |k: KeySigs| {
         if failed.is_some() {
             return;
         }
-        let r = if a.json {
+        let r = if json {
             serde_json::to_writer(&mut out, &k).map_err(io::Error::from).and_then(|()| writeln!(out))
         } else {
             out.write_all(render(&k, mode).as_bytes())
@@ -44,12 +48,12 @@ pub fn list(a: &ListArgs, tally: &IoTally) -> Result<ExitCode> {
     }
     out.flush()?;
     drop(out);
-    if mode == Mode::CheckSigs && !a.json {
+    if mode == Mode::CheckSigs && !json {
         eprint!("{}", summary(&ran.outcome.counts));
     }
-    let mut reported: Vec<Reported> = ran.places.row_problems().iter().map(|p| super::say(&path, p)).collect();
+    let mut reported: Vec<Reported> = ran.places.row_problems().iter().map(|p| say(&path, p)).collect();
     if let Some(e) = &ran.outcome.fatal {
-        reported.push(super::report(&path, e, &ran.places));
+        reported.push(report(&path, e, &ran.places));
     }
     if let Some(last) = reported.pop() {
         return Err(last.into());

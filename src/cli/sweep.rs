@@ -47,7 +47,7 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
 
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
-pub fn run(a: &SweepArgs) -> Result<ExitCode> {
+pub fn run(a: &SweepArgs, now: i64) -> Result<ExitCode> {
     let exports =
         a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(&Some(p.clone()))?))).collect::<Result<Vec<_>>>()?;
     let plot_sink = open_sink(&a.plot)?;
@@ -83,9 +83,7 @@ pub fn run(a: &SweepArgs) -> Result<ExitCode> {
     } else {
         keybox::Trust { list: Default::default(), none_found: false }
     };
-    let at = a.at.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-    });
+    let at = a.at.unwrap_or(now);
     let cache_sizes = if a.cache_sizes.is_empty() { sweep::default_cache_sizes() } else { a.cache_sizes.clone() };
     let sizes = match (a.sizes.is_empty(), keyboxd) {
         (false, _) => a.sizes.clone(),
