@@ -36,7 +36,7 @@ pub fn split(s: &str) -> Result<(u64, &str), UnitError> {
 /// Bytes per unit of a size unit: `b`; `k`, `kb`, `kib`; `m`, `mb`, `mib`;
 /// `g`, `gb`, `gib` (any case, powers of 1024). `None` for anything else,
 /// including no unit.
-pub fn size_unit(unit: &str) -> Option<u64> {
+pub(crate) fn size_unit(unit: &str) -> Option<u64> {
     match unit.to_ascii_lowercase().as_str() {
         "b" => Some(1),
         "k" | "kb" | "kib" => Some(1 << 10),

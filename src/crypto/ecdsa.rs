@@ -35,7 +35,7 @@ macro_rules! ecdsa_verify {
 /// ECDSA on the curve with dotted OID `curve`, each with its RustCrypto
 /// crate (brainpoolP512r1 with [`super::bp512`]): `(r, s)` over `digest`
 /// with the SEC1 point `point`. gpgsm and gpg share it.
-pub fn verify_ecdsa(curve: &str, point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) -> bool {
+pub(crate) fn verify_ecdsa(curve: &str, point: &[u8], digest: &[u8], r: &[u8], s: &[u8]) -> bool {
     match curve {
         "1.2.840.10045.3.1.1" => ecdsa_verify!(ecdsa_016, p192::NistP192, 24, point, digest, r, s),
         "1.3.132.0.33" => ecdsa_verify!(ecdsa_016, p224::NistP224, 28, point, digest, r, s),
@@ -63,7 +63,7 @@ fn prehash(digest: &[u8], size: usize) -> Vec<u8> {
 
 /// A big-endian number as exactly `len` bytes (leading zeros added or
 /// dropped), `None` if it does not fit.
-pub fn fit_left(n: &[u8], len: usize) -> Option<Vec<u8>> {
+pub(crate) fn fit_left(n: &[u8], len: usize) -> Option<Vec<u8>> {
     let n = &n[n.iter().position(|&b| b != 0).unwrap_or(n.len())..];
     (n.len() <= len).then(|| {
         let mut v = vec![0u8; len - n.len()];

@@ -40,7 +40,7 @@ impl Hash {
     }
 
     /// The hash with this dotted digest-algorithm OID.
-    pub fn by_oid(oid: &str) -> Option<Self> {
+    pub(crate) fn by_oid(oid: &str) -> Option<Self> {
         Some(match oid {
             "1.2.840.113549.2.5" => Hash::Md5,
             "1.3.14.3.2.26" => Hash::Sha1,

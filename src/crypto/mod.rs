@@ -12,7 +12,7 @@ mod hash;
 mod rsa;
 pub mod tally;
 
-pub use ecdsa::{fit_left, verify_ecdsa};
-pub use eddsa::verify_ed448;
+pub(crate) use ecdsa::{fit_left, verify_ecdsa};
+pub(crate) use eddsa::verify_ed448;
 pub use hash::Hash;
-pub use rsa::{aws_rsa_pkcs1, verify_pss};
+pub(crate) use rsa::{aws_rsa_pkcs1, verify_pss};

@@ -11,7 +11,7 @@ use super::Hash;
 /// bits, as gpgsm and gpg take them; aws-lc-rs has SHA-384 from 2048 only)
 /// and its digest algorithm; `None` for hashes aws-lc-rs does not pair
 /// with PKCS#1. The fast paths of X.509 and OpenPGP checks both use it.
-pub fn aws_rsa_pkcs1(
+pub(crate) fn aws_rsa_pkcs1(
     hash: Hash,
 ) -> Option<(&'static aws_lc_rs::signature::RsaParameters, &'static aws_lc_rs::digest::Algorithm)> {
     use aws_lc_rs::{digest as d, signature as aws};
@@ -26,7 +26,7 @@ pub fn aws_rsa_pkcs1(
 
 /// RSA-PSS over `digest` with MGF1 of the same hash and a salt as long
 /// as the digest (the only form gpgsm takes); `false` for other hashes.
-pub fn verify_pss(key: &RsaPublicKey, hash: Hash, digest: &[u8], sig: &[u8]) -> bool {
+pub(crate) fn verify_pss(key: &RsaPublicKey, hash: Hash, digest: &[u8], sig: &[u8]) -> bool {
     let len = digest.len();
     let pss = match hash {
         Hash::Sha256 => Pss::new_with_salt::<Sha256>(len),

@@ -88,7 +88,7 @@ pub fn count(v: Verified) {
 
 /// Count one verdict taken from GnuPG's signature cache (the ring-trust
 /// packet after an OpenPGP signature) without verifying.
-pub fn count_cached() {
+pub(crate) fn count_cached() {
     CACHED.fetch_add(1, Ordering::Relaxed);
 }
 

@@ -6,7 +6,7 @@ use super::op::FileOp;
 
 /// Upper bounds (inclusive, nanoseconds) of the event-duration buckets:
 /// 1 µs to 1 s, four per decade. Above the last is `+Inf`.
-pub const DURATION_BOUNDS_NS: [u64; 25] = [
+pub(crate) const DURATION_BOUNDS_NS: [u64; 25] = [
     1_000,
     1_780,
     3_160,
@@ -36,7 +36,7 @@ pub const DURATION_BOUNDS_NS: [u64; 25] = [
 
 /// Upper bounds (inclusive, bytes) of the read-size buckets, after
 /// Darshan's access-size bins. Above the last is `+Inf`.
-pub const SIZE_BOUNDS: [u64; 10] =
+pub(crate) const SIZE_BOUNDS: [u64; 10] =
     [0, 100, 1024, 10_240, 102_400, 1_048_576, 4_194_304, 10_485_760, 104_857_600, 1_073_741_824];
 
 /// Counts per bucket of a fixed-bucket histogram with `S - 1` bounds (the
@@ -99,14 +99,14 @@ pub struct EventHistograms {
 impl EventHistograms {
     /// Count `n` events of `op` that each took about `ns` (a producer that
     /// bucketed them itself hands over a representative value per bucket).
-    pub fn add_durations(&mut self, op: FileOp, ns: u64, n: u64) {
+    pub(crate) fn add_durations(&mut self, op: FileOp, ns: u64, n: u64) {
         let b = &mut self.durations[op.index()];
         let i = DURATION_BOUNDS_NS.iter().position(|x| ns <= *x).unwrap_or(DURATION_BOUNDS_NS.len());
         b.0[i] += n;
     }
 
     /// Count `n` reads that each returned about `bytes`.
-    pub fn add_read_sizes(&mut self, bytes: u64, n: u64) {
+    pub(crate) fn add_read_sizes(&mut self, bytes: u64, n: u64) {
         let i = SIZE_BOUNDS.iter().position(|x| bytes <= *x).unwrap_or(SIZE_BOUNDS.len());
         self.read_sizes.0[i] += n;
     }

@@ -10,9 +10,9 @@
 //!
 //! * [`FileOp`] names the operation, [`FileEvent`] is one event (operation,
 //!   file, offset, bytes, start, duration, [`Origin`]: process and thread);
-//! * [`IoStats`] is the one place events are counted and bucketed
-//!   ([`IoStats::record_event`] takes a [`FileEvent`] from any producer;
-//!   `io`'s hot path counts with the same calls, without building one);
+//! * [`IoStats`] is the one place events are counted and bucketed (every
+//!   producer counts with the same calls; `io`'s hot path without
+//!   building a [`FileEvent`]);
 //! * [`IoObserver`] receives counters as deltas (telemetry implements it,
 //!   with the producer's [`Origin`] for its labels);
 //! * [`trace`] hands one event with its own timestamps to the trace
@@ -24,10 +24,19 @@ mod observe;
 mod op;
 mod stats;
 
-pub use histogram::{Buckets, EventHistograms, DURATION_BOUNDS_NS, SIZE_BOUNDS};
-pub use observe::{observer, set_observer, IoObserver, Reporter, REPORT_EVERY};
-pub use op::{FileOp, MoreOps, PerOp};
-pub use stats::{FileStats, IoStats, PerBlobType};
+pub(crate) use histogram::{DURATION_BOUNDS_NS, SIZE_BOUNDS};
+
+pub use histogram::Buckets;
+
+pub use histogram::EventHistograms;
+pub(crate) use observe::Reporter;
+#[cfg(test)]
+pub(crate) use observe::REPORT_EVERY;
+pub use observe::{observer, set_observer, IoObserver};
+pub use op::MoreOps;
+pub use op::{FileOp, PerOp};
+pub use stats::PerBlobType;
+pub use stats::{FileStats, IoStats};
 
 use std::time::Duration;
 

@@ -28,7 +28,7 @@ pub trait IoObserver: Send + Sync {
 }
 
 /// Events a handle counts between two reports.
-pub const REPORT_EVERY: u32 = 1024;
+pub(crate) const REPORT_EVERY: u32 = 1024;
 
 static OBSERVER: OnceLock<Arc<dyn IoObserver>> = OnceLock::new();
 
@@ -47,7 +47,7 @@ pub fn observer() -> Option<Arc<dyn IoObserver>> {
 }
 
 /// A handle's link to its observer: what it reported so far.
-pub struct Reporter {
+pub(crate) struct Reporter {
     observer: Arc<dyn IoObserver>,
     reported: IoStats,
     unreported: u32,
@@ -61,13 +61,13 @@ impl std::fmt::Debug for Reporter {
 
 impl Reporter {
     /// A reporter for a new handle of `buffer_size` bytes (nothing reported yet).
-    pub fn new(observer: Arc<dyn IoObserver>, buffer_size: u64) -> Self {
+    pub(crate) fn new(observer: Arc<dyn IoObserver>, buffer_size: u64) -> Self {
         Self { observer, reported: IoStats::with_histograms(buffer_size), unreported: 0 }
     }
 
     /// One more event counted in `stats`; report when enough piled up.
     #[inline]
-    pub fn tick(&mut self, stats: &IoStats) {
+    pub(crate) fn tick(&mut self, stats: &IoStats) {
         self.unreported += 1;
         if self.unreported >= REPORT_EVERY {
             self.report(stats);
@@ -75,7 +75,7 @@ impl Reporter {
     }
 
     /// Hand everything counted since the last report to the observer.
-    pub fn report(&mut self, stats: &IoStats) {
+    pub(crate) fn report(&mut self, stats: &IoStats) {
         let delta = stats.since(&self.reported);
         self.observer.observe(&delta);
         self.reported = stats.clone();

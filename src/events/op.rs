@@ -49,7 +49,7 @@ impl FileOp {
         [FileOp::Write, FileOp::Mmap, FileOp::Dup, FileOp::Access, FileOp::Truncate, FileOp::Sync, FileOp::Lock];
 
     /// Number of operations.
-    pub const COUNT: usize = 12;
+    pub(crate) const COUNT: usize = 12;
 
     /// Every operation: [`FileOp::ALL`], then [`FileOp::MORE`].
     pub const EVERY: [FileOp; FileOp::COUNT] = [

@@ -32,9 +32,9 @@ pub struct PerBlobType {
 
 impl PerBlobType {
     /// Every type's label, in the order of [`PerBlobType::values`].
-    pub const NAMES: [&'static str; 5] = ["empty", "header", "openpgp", "x509", "unknown"];
+    pub(crate) const NAMES: [&'static str; 5] = ["empty", "header", "openpgp", "x509", "unknown"];
 
-    /// The counts in the order of [`PerBlobType::NAMES`].
+    /// The counts in the order of `PerBlobType::NAMES`.
     pub fn values(&self) -> [u64; 5] {
         [self.empty, self.header, self.openpgp, self.x509, self.unknown]
     }
@@ -121,7 +121,7 @@ impl IoStats {
     }
 
     /// Empty counters that also keep [`EventHistograms`].
-    pub fn with_histograms(buffer_size: u64) -> Self {
+    pub(crate) fn with_histograms(buffer_size: u64) -> Self {
         Self { histograms: Some(Box::default()), ..Self::new(buffer_size) }
     }
 
@@ -158,7 +158,7 @@ impl IoStats {
     /// Count `n` calls of `op` that took `ns` together, without
     /// histograms (a producer that buckets them itself adds those).
     #[inline]
-    pub fn add_counts(&mut self, op: FileOp, n: u64, ns: u64) {
+    pub(crate) fn add_counts(&mut self, op: FileOp, n: u64, ns: u64) {
         match op.more_index() {
             None => {
                 self.events.add(op, n);
@@ -171,18 +171,9 @@ impl IoStats {
         }
     }
 
-    /// Count one event from any producer (see [`super::FileEvent`]): the
-    /// same counting as the I/O layer's own calls.
-    pub fn record_event(&mut self, e: &super::FileEvent<'_>) {
-        self.record(e.op, e.duration);
-        if let (FileOp::Read, Some(n), None) = (e.op, e.bytes, e.errno) {
-            self.record_read(usize::try_from(n).unwrap_or(usize::MAX));
-        }
-    }
-
     /// Count the bytes one successful `read(2)` returned.
     #[inline]
-    pub fn record_read(&mut self, bytes: usize) {
+    pub(crate) fn record_read(&mut self, bytes: usize) {
         self.bytes_read += bytes as u64;
         if let Some(h) = &mut self.histograms {
             h.read_sizes.record(&SIZE_BOUNDS, bytes as u64);
@@ -191,13 +182,13 @@ impl IoStats {
 
     /// Count one blob read completely.
     #[inline]
-    pub fn record_blob(&mut self, ty: BlobType) {
+    pub(crate) fn record_blob(&mut self, ty: BlobType) {
         self.blobs.add(ty);
     }
 
     /// Add another set of counters (of the same buffer size) to this one;
     /// histograms only when both keep them.
-    pub fn merge(&mut self, other: &IoStats) {
+    pub(crate) fn merge(&mut self, other: &IoStats) {
         self.events.merge(&other.events);
         self.time_ns.merge(&other.time_ns);
         self.bytes_read += other.bytes_read;

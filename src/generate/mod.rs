@@ -17,8 +17,8 @@
 //! # The web of certifications
 //!
 //! Certification counts are heavy-tailed (most keys a few, some hundreds).
-//! The signers are the first [`SIGNER_POOL`] keys of the keybox and, for a
-//! share [`OUTSIDE_SHARE`] of the certifications, as many keys that are
+//! The signers are the first `SIGNER_POOL` keys of the keybox and, for a
+//! share `OUTSIDE_SHARE` of the certifications, as many keys that are
 //! *not* in it: a keyring holds the keys its owner uses, while their
 //! certifications come from the whole web of trust. gpg marks those `?`
 //! (no public key) after its lookups have failed.
@@ -74,10 +74,10 @@ const OLDEST_KEY: u32 = 1_325_376_000;
 const NEWEST: u32 = 1_748_736_000;
 /// Keys whose primaries certify other keys (the first ones generated), and
 /// as many keys from outside the keybox.
-pub const SIGNER_POOL: usize = 600;
+pub(crate) const SIGNER_POOL: usize = 600;
 /// Share of third-party certifications made by a key that is not in the
 /// keybox (its signature verifies against the key gen made and threw away).
-pub const OUTSIDE_SHARE: f64 = 0.3;
+pub(crate) const OUTSIDE_SHARE: f64 = 0.3;
 /// Share of OpenPGP keys with a photo id.
 const PHOTO_SHARE: f64 = 0.4;
 /// Bytes a photo adds besides its JPEG (packet headers, self-signature, trust packets).

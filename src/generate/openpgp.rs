@@ -41,7 +41,7 @@ pub type Result<T> = std::result::Result<T, KeyError>;
 
 /// What one key looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeySpec {
+pub(crate) struct KeySpec {
     /// Creation time of the primary key and its subkey.
     pub created: u32,
     /// `Some(i)`: an RSA key made from shipped key `i` (subkey from `i + 1`);
@@ -53,7 +53,7 @@ pub struct KeySpec {
 
 /// A key under construction: the primary secret (it certifies others) and
 /// the signed components.
-pub struct BuiltKey {
+pub(crate) struct BuiltKey {
     /// The primary key, with its secret.
     pub primary: SecretKey,
     users: Vec<SignedUser>,
@@ -122,7 +122,7 @@ fn rsa_params(i: usize) -> (PublicParams, SecretParams) {
 ///
 /// # Errors
 /// Errors of the `pgp` crate (none are expected for valid specs).
-pub fn make_key(spec: &KeySpec, rng: &mut (impl Rng + CryptoRng)) -> Result<BuiltKey> {
+pub(crate) fn make_key(spec: &KeySpec, rng: &mut (impl Rng + CryptoRng)) -> Result<BuiltKey> {
     use pgp::crypto::public_key::PublicKeyAlgorithm as Alg;
     let (primary_params, sub_params, alg, sub_alg) = match spec.rsa {
         Some(i) => (rsa_params(i), rsa_params(i + 1), Alg::RSA, Alg::RSA),
@@ -171,17 +171,17 @@ pub fn make_key(spec: &KeySpec, rng: &mut (impl Rng + CryptoRng)) -> Result<Buil
 
 impl BuiltKey {
     /// Number of user ids.
-    pub fn user_count(&self) -> usize {
+    pub(crate) fn user_count(&self) -> usize {
         self.users.len()
     }
 
     /// Creation time of the key.
-    pub fn created(&self) -> u32 {
+    pub(crate) fn created(&self) -> u32 {
         self.created
     }
 
     /// The primary fingerprint.
-    pub fn fingerprint(&self) -> Vec<u8> {
+    pub(crate) fn fingerprint(&self) -> Vec<u8> {
         self.primary.fingerprint().as_bytes().to_vec()
     }
 
@@ -189,7 +189,7 @@ impl BuiltKey {
     ///
     /// # Errors
     /// Errors of the `pgp` crate.
-    pub fn certify(&mut self, uid: usize, signer: &SecretKey, when: u32) -> Result<()> {
+    pub(crate) fn certify(&mut self, uid: usize, signer: &SecretKey, when: u32) -> Result<()> {
         let user = &mut self.users[uid];
         let sig: Signature = config(SignatureType::CertGeneric, signer, when, Vec::new())?
             .sign_certification_third_party(
@@ -207,7 +207,7 @@ impl BuiltKey {
     ///
     /// # Errors
     /// Errors of the `pgp` crate.
-    pub fn add_photo(&mut self, len: usize, rng: &mut impl Rng) -> Result<()> {
+    pub(crate) fn add_photo(&mut self, len: usize, rng: &mut impl Rng) -> Result<()> {
         let attr = UserAttribute::new_image(Bytes::from(fake_jpeg(len, rng)))?;
         let sig = config(SignatureType::CertPositive, &self.primary, self.created, Vec::new())?.sign_certification(
             &self.primary,
@@ -224,7 +224,7 @@ impl BuiltKey {
     ///
     /// # Errors
     /// Errors of the `pgp` crate while serializing.
-    pub fn keyblock(&self) -> Result<(GnupgKeyblock, Vec<Vec<u8>>)> {
+    pub(crate) fn keyblock(&self) -> Result<(GnupgKeyblock, Vec<Vec<u8>>)> {
         let public = SignedPublicKey::new(
             self.primary.public_key().clone(),
             SignedKeyDetails::new(Vec::new(), Vec::new(), self.users.clone(), self.attributes.clone()),
@@ -249,7 +249,7 @@ impl BuiltKey {
 /// A JPEG-framed photo of `len` bytes (at least 40): SOI, a JFIF APP0
 /// segment, comment segments of random filler, EOI. gpg checks only the
 /// image header of a photo id, not the picture.
-pub fn fake_jpeg(len: usize, rng: &mut impl Rng) -> Vec<u8> {
+pub(crate) fn fake_jpeg(len: usize, rng: &mut impl Rng) -> Vec<u8> {
     let len = len.max(40);
     let mut j = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0];
     while j.len() + 2 < len {

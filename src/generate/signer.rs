@@ -17,7 +17,7 @@ use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
 /// The synthetic RSA keys (PKCS#8 PEM), by size.
-pub const RSA_KEYS: [&str; 5] = [
+pub(crate) const RSA_KEYS: [&str; 5] = [
     include_str!("keys/rsa2048a.pem"),
     include_str!("keys/rsa2048b.pem"),
     include_str!("keys/rsa3072a.pem"),
@@ -51,7 +51,7 @@ enum Inner {
 }
 
 /// A certificate key: public part for rcgen, deterministic signing.
-pub struct CertKey {
+pub(crate) struct CertKey {
     inner: Inner,
     public: Vec<u8>,
 }
@@ -64,7 +64,7 @@ impl std::fmt::Debug for CertKey {
 
 impl CertKey {
     /// Make a key of `kind` from `rng`.
-    pub fn generate(kind: KeyKind, rng: &mut (impl RngCore + CryptoRng)) -> Self {
+    pub(crate) fn generate(kind: KeyKind, rng: &mut (impl RngCore + CryptoRng)) -> Self {
         match kind {
             KeyKind::P256 => {
                 let k = p256::ecdsa::SigningKey::random(rng);
@@ -85,7 +85,7 @@ impl CertKey {
     }
 
     /// The subjectKeyIdentifier: SHA-1 of the public key bits (RFC 5280 §4.2.1.2, method 1).
-    pub fn key_id(&self) -> Vec<u8> {
+    pub(crate) fn key_id(&self) -> Vec<u8> {
         Sha1::digest(&self.public).to_vec()
     }
 }

@@ -116,7 +116,7 @@ fn authority_key_id(key_id: &[u8], issuer: Option<(&[u8], &[u8])>) -> Vec<u8> {
 }
 
 /// A positive serial number of 16 random bytes.
-pub fn random_serial(rng: &mut impl RngCore) -> Vec<u8> {
+pub(crate) fn random_serial(rng: &mut impl RngCore) -> Vec<u8> {
     let mut s = vec![0u8; 16];
     rng.fill_bytes(&mut s);
     s[0] = (s[0] & 0x7f).max(1);
@@ -214,7 +214,7 @@ pub fn issue_with(
 }
 
 /// A random choice helper: `true` with probability `p`.
-pub fn chance(rng: &mut impl Rng, p: f64) -> bool {
+pub(crate) fn chance(rng: &mut impl Rng, p: f64) -> bool {
     rng.gen_bool(p.clamp(0.0, 1.0))
 }
 

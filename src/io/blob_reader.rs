@@ -30,7 +30,7 @@ pub(super) fn blob_span(offset: u64) -> tracing::Span {
 
 /// What the next position of the file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// A blob, now complete in the caller's buffer.
     Blob {
         /// File offset of the blob's first byte.
@@ -115,7 +115,7 @@ impl ReadBlobError {
 
 /// What to do with a blob's body once its type is known.
 #[derive(Clone, Copy)]
-pub enum Take<'a> {
+pub(crate) enum Take<'a> {
     /// Read it into the caller's buffer ([`Next::Blob`]).
     Copy,
     /// Read it with exactly the system calls a copy would make, without
@@ -135,7 +135,7 @@ pub enum Take<'a> {
 
 impl Take<'_> {
     /// Copy every blob.
-    pub fn all(_: BlobType) -> Take<'static> {
+    pub(crate) fn all(_: BlobType) -> Take<'static> {
         Take::Copy
     }
 }
@@ -147,7 +147,7 @@ impl Take<'_> {
 ///
 /// # Errors
 /// [`ReadBlobError`] for truncated or malformed framing and system errors.
-pub fn read_blob<'a, F: RawRead>(
+pub(crate) fn read_blob<'a, F: RawRead>(
     r: &mut BufferedReader<F>,
     image: &mut Vec<u8>,
     policy: impl FnOnce(BlobType) -> Take<'a>,

@@ -45,7 +45,7 @@ impl BufferSize {
 
     /// GnuPG's `--kbx-buffer-size N` (N in KiB): 0 → 8 KiB default,
     /// otherwise rounded up to a multiple of 8 KiB.
-    pub fn from_gnupg_kib(kib: u64) -> Result<Self, BufferSizeError> {
+    pub(crate) fn from_gnupg_kib(kib: u64) -> Result<Self, BufferSizeError> {
         if kib == 0 {
             return Ok(Self::Bytes(STREAM_DEFAULT));
         }

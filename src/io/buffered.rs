@@ -160,20 +160,20 @@ impl<F: RawRead> BufferedReader<F> {
     /// Mark the bytes as blobs made from another store's rows (a keyboxd
     /// database): no file to check — none at all is an empty store.
     #[must_use]
-    pub fn from_store(mut self) -> Self {
+    pub(crate) fn made_from_rows(mut self) -> Self {
         self.from_store = true;
         self
     }
 
     /// Whether the bytes are blobs made from another store's rows.
-    pub fn is_from_store(&self) -> bool {
+    pub(crate) fn is_from_store(&self) -> bool {
         self.from_store
     }
 
     /// No trace spans for this handle's reads: it reads memory, and a
     /// `kbx::event` span is a system call.
     #[must_use]
-    pub fn untraced(mut self) -> Self {
+    pub(crate) fn untraced(mut self) -> Self {
         self.file.trace = false;
         self
     }
@@ -201,7 +201,7 @@ impl<F: RawRead> BufferedReader<F> {
 
     /// Count one blob read completely (the blob reader calls this).
     #[inline]
-    pub fn count_blob(&mut self, ty: BlobType) {
+    pub(crate) fn count_blob(&mut self, ty: BlobType) {
         self.file.stats.record_blob(ty);
     }
 
@@ -262,7 +262,7 @@ impl<F: RawRead> BufferedReader<F> {
     ///
     /// # Errors
     /// The operating system's error from `read(2)`.
-    pub fn read_append(&mut self, out: &mut Vec<u8>, n: usize) -> io::Result<usize> {
+    pub(crate) fn read_append(&mut self, out: &mut Vec<u8>, n: usize) -> io::Result<usize> {
         if self.buf.is_empty() {
             let start = out.len();
             out.resize(start + n, 0);
@@ -326,7 +326,7 @@ impl<F: RawRead> BufferedReader<F> {
     ///
     /// # Errors
     /// The operating system's error from `lseek(2)`.
-    pub fn seek_to(&mut self, target: u64) -> io::Result<()> {
+    pub(crate) fn seek_to(&mut self, target: u64) -> io::Result<()> {
         if !self.buf.is_empty() && target >= self.buf_start && target <= self.buf_start + self.filled as u64 {
             self.pos = (target - self.buf_start) as usize;
             return Ok(());
@@ -360,7 +360,7 @@ impl<F: RawRead> BufferedReader<F> {
     ///
     /// # Errors
     /// The operating system's error from `read(2)` or `lseek(2)`.
-    pub fn pass_over(&mut self, n: u64) -> io::Result<u64> {
+    pub(crate) fn pass_over(&mut self, n: u64) -> io::Result<u64> {
         let buffered = (self.filled - self.pos) as u64;
         let beyond = n.saturating_sub(buffered);
         if beyond > 0 && (self.buf.is_empty() || beyond >= 3 * self.buf.len() as u64) {
@@ -405,7 +405,7 @@ impl<F: RawRead> BufferedReader<F> {
     ///
     /// # Errors
     /// The operating system's error from `read(2)` or `lseek(2)`.
-    pub fn peek_start(&mut self, n: usize) -> io::Result<Vec<u8>> {
+    pub(crate) fn peek_start(&mut self, n: usize) -> io::Result<Vec<u8>> {
         if self.buf.is_empty() {
             if self.buf_start != 0 || !self.head.is_empty() {
                 self.rewind_unbuffered()?;
@@ -431,7 +431,7 @@ impl<F: RawRead> BufferedReader<F> {
     ///
     /// # Errors
     /// The error from `lseek(2)`.
-    pub fn rewind_unbuffered(&mut self) -> io::Result<()> {
+    pub(crate) fn rewind_unbuffered(&mut self) -> io::Result<()> {
         self.file.seek(0)?;
         self.head.clear();
         self.buf_start = 0;

@@ -7,7 +7,7 @@ use serde::Serialize;
 /// What identifies the file a handle opened: device, inode, size and
 /// modification time, from the `fstat` every open makes anyway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileIdentity {
+pub(crate) struct FileIdentity {
     /// Device.
     pub dev: u64,
     /// Inode: a new file renamed into place has another one.

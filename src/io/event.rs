@@ -30,7 +30,7 @@ pub fn time_events(on: bool) {
 
 /// Whether file events are timed now.
 #[inline]
-pub fn events_timed() -> bool {
+pub(crate) fn events_timed() -> bool {
     TIMING.load(Ordering::Relaxed)
 }
 

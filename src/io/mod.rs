@@ -15,7 +15,7 @@
 //!   for reuse);
 //! * [`IoObserver`](crate::events::IoObserver): who else receives the counters, as deltas (telemetry
 //!   implements it; `io` never imports telemetry);
-//! * [`read_blob`]: GnuPG's blob-at-a-time read pattern on top.
+//! * `read_blob`: GnuPG's blob-at-a-time read pattern on top.
 
 mod blob_reader;
 mod buffer_size;
@@ -29,13 +29,20 @@ pub mod sqlite;
 mod tally;
 mod text;
 
-pub use blob_reader::{read_blob, Next, ReadBlobError, Take};
-pub use buffer_size::{BufferSize, BufferSizeError};
+pub(crate) use blob_reader::{read_blob, Next, Take};
+
+pub use blob_reader::ReadBlobError;
+pub use buffer_size::BufferSize;
+pub use buffer_size::BufferSizeError;
 pub use buffered::BufferedReader;
-pub use change::{FileIdentity, KeyboxChange};
-pub use event::{events_timed, time_events};
-pub use keybox_file::{KeyboxFile, OpenError};
+pub use change::KeyboxChange;
+pub use event::time_events;
+pub use keybox_file::KeyboxFile;
+pub use keybox_file::OpenError;
 pub use raw_read::RawRead;
-pub use source::{MemoryOpener, Opener, PathOpener};
+pub use source::MemoryOpener;
+pub use source::Opener;
+pub use source::PathOpener;
 pub use tally::IoTally;
-pub use text::{count_lines_containing, is_file, read_text, ReadTextError};
+pub use text::ReadTextError;
+pub use text::{count_lines_containing, is_file, read_text};

@@ -48,7 +48,7 @@ impl PathOpener {
     /// The same, whose first handle is `file`, opened on `path` already
     /// (and at most [peeked](BufferedReader::peek_start) at): it stands
     /// for the open the first handle would make.
-    pub fn with_first(path: PathBuf, tally: IoTally, file: KeyboxFile) -> Self {
+    pub(crate) fn with_first(path: PathBuf, tally: IoTally, file: KeyboxFile) -> Self {
         Self { path, tally, first: Rc::new(RefCell::new(Some(file))) }
     }
 }
@@ -85,7 +85,7 @@ pub struct MemoryOpener {
     /// Buffer size of each handle.
     pub buffer_size: BufferSize,
     /// The bytes are blobs made from another store's rows (see
-    /// [`BufferedReader::from_store`]).
+    /// `BufferedReader::made_from_rows`).
     pub from_store: bool,
 }
 
@@ -103,6 +103,6 @@ impl Opener for MemoryOpener {
     fn open(&self) -> Result<Self::Handle, OpenError> {
         let len = self.bytes.0.len() as u64;
         let reader = BufferedReader::new(Cursor::new(self.bytes.clone()), self.buffer_size).with_limit(len).untraced();
-        Ok(Box::new(if self.from_store { reader.from_store() } else { reader }))
+        Ok(Box::new(if self.from_store { reader.made_from_rows() } else { reader }))
     }
 }

@@ -61,7 +61,7 @@ impl IoTally {
 
     /// A zeroed tally for another buffer size that compares the files its
     /// handles open with the same first file as this one (a sweep's sizes).
-    pub fn sibling(&self, buffer_size: BufferSize) -> Self {
+    pub(crate) fn sibling(&self, buffer_size: BufferSize) -> Self {
         Self { watch: self.watch.clone(), ..Self::with_observer(buffer_size, self.observer.clone()) }
     }
 

@@ -15,7 +15,7 @@ use crate::kbx::encode::encode_key_blob;
 
 /// The rows a listing query selects, by `pubkey.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Filter {
+pub(crate) enum Filter {
     /// Every row (`ORDER by ubid`).
     All,
     /// OpenPGP keys only (gpg's `SEARCH --openpgp`).
@@ -49,7 +49,7 @@ pub struct RowMap {
 
 impl RowMap {
     /// The row blob `blob_index` was made from: "row N (ubid X)".
-    pub fn row_name(&self, blob_index: u64) -> String {
+    pub(crate) fn row_name(&self, blob_index: u64) -> String {
         match usize::try_from(blob_index).ok().and_then(|i| self.rows.get(i)) {
             Some((row, ubid)) => format!("row {row} (ubid {ubid})"),
             None => format!("blob {blob_index}"),
@@ -59,7 +59,7 @@ impl RowMap {
 
 /// The database as a keybox image.
 #[derive(Debug, Clone)]
-pub struct Image {
+pub(crate) struct Image {
     /// The blobs, one per row taken, in `ubid` order (no header blob).
     pub bytes: Vec<u8>,
     /// The rows behind the blobs.
@@ -70,7 +70,7 @@ pub struct Image {
 ///
 /// # Errors
 /// [`RowFault`] for an unknown type or a keyblob that is no keyblock or certificate.
-pub fn blob_of(row: &PubkeyRow) -> Result<Vec<u8>, RowFault> {
+pub(crate) fn blob_of(row: &PubkeyRow) -> Result<Vec<u8>, RowFault> {
     let spec = match row.kind {
         1 => openpgp_spec(&row.keyblob, row.ephemeral),
         2 => x509_spec(&row.keyblob, row.ephemeral),
@@ -85,7 +85,7 @@ impl Image {
     ///
     /// # Errors
     /// SQLite's error; rows that cannot be taken are in the [`RowMap`]'s problems.
-    pub fn read(db: &Database, filter: Filter) -> Result<Image, KeyboxdError> {
+    pub(crate) fn read(db: &Database, filter: Filter) -> Result<Image, KeyboxdError> {
         let mut image = Image { bytes: Vec::new(), map: RowMap::default() };
         let mut index = 0u64;
         db.query(&filter.sql(), [], |row| {
@@ -108,7 +108,7 @@ impl Image {
 
     /// Readers over the image: in memory, their reads are no file events
     /// (and are not traced as such).
-    pub fn opener(&self) -> MemoryOpener {
+    pub(crate) fn opener(&self) -> MemoryOpener {
         MemoryOpener { from_store: true, ..MemoryOpener::new(&self.bytes, BufferSize::Bytes(1 << 20)) }
     }
 }

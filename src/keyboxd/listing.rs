@@ -16,7 +16,7 @@ use super::server::{Search, Server, Session};
 use crate::io::{BufferSize, BufferedReader, OpenError, Opener, RawRead};
 
 /// The listing's bytes: the blobs of the rows handed back so far.
-pub struct Listing<'s, 'db> {
+pub(crate) struct Listing<'s, 'db> {
     server: &'s Server<'db>,
     session: Session,
     started: bool,
@@ -114,7 +114,7 @@ impl Seek for Listing<'_, '_> {
 
 /// Opens listings on a server: each handle a new client session.
 #[derive(Clone)]
-pub struct ListingOpener<'s, 'db> {
+pub(crate) struct ListingOpener<'s, 'db> {
     server: &'s Server<'db>,
     map: Rc<RefCell<RowMap>>,
 }
@@ -127,13 +127,13 @@ impl std::fmt::Debug for ListingOpener<'_, '_> {
 
 impl<'s, 'db> ListingOpener<'s, 'db> {
     /// Listings of `server`'s client.
-    pub fn new(server: &'s Server<'db>) -> Self {
+    pub(crate) fn new(server: &'s Server<'db>) -> Self {
         Self { server, map: Rc::default() }
     }
 
     /// The rows the listings handed back (by blob index), and the rows
     /// the server could not make into a blob.
-    pub fn map(&self) -> RowMap {
+    pub(crate) fn map(&self) -> RowMap {
         let mut map = self.map.borrow().clone();
         map.problems = self.server.problems();
         map
@@ -155,6 +155,6 @@ impl<'s, 'db> Opener for ListingOpener<'s, 'db> {
             blob_start: 0,
             map: self.map.clone(),
         };
-        Ok(Box::new(BufferedReader::new(listing, BufferSize::Bytes(1 << 16)).untraced().from_store()))
+        Ok(Box::new(BufferedReader::new(listing, BufferSize::Bytes(1 << 16)).untraced().made_from_rows()))
     }
 }

@@ -11,15 +11,15 @@
 //! `config(name, value)`.
 //!
 //! * [`open`] opens a database and checks that it is keyboxd's;
-//! * [`PubkeyRow`] is one row of `pubkey`, read with every length capped;
-//! * [`Image`] is the database as the keybox GnuPG would have written for
+//! * `PubkeyRow` is one row of `pubkey`, read with every length capped;
+//! * `Image` is the database as the keybox GnuPG would have written for
 //!   the same keys: each row, in `ubid` order (keyboxd's listing order),
 //!   becomes the blob GnuPG's keybox writer makes for its keyblob
 //!   ([`crate::kbx::create`]), so every workload runs on a database as on
-//!   a keybox, over readers in memory ([`Image::opener`]).
-//! * [`server`] replays keyboxd itself (the SQL it runs for each request
+//!   a keybox, over readers in memory (`Image::opener`).
+//! * `server` replays keyboxd itself (the SQL it runs for each request
 //!   gpg and gpgsm send) for the `gnupg` lookup strategy on a database,
-//!   and [`Listing`] is a client's `SEARCH`/`NEXT` listing read as blobs.
+//!   and `Listing` is a client's `SEARCH`/`NEXT` listing read as blobs.
 //! * [`write`](mod@write) makes a database from a keybox's keys (in memory; the
 //!   caller writes the bytes).
 
@@ -27,12 +27,16 @@ mod image;
 mod listing;
 mod rows;
 mod schema;
-pub mod server;
+pub(crate) mod server;
 pub mod write;
 
-pub use image::{blob_of, Filter, Image, RowMap};
-pub use listing::{Listing, ListingOpener};
-pub use rows::{PubkeyRow, RowFault, RowProblem, ROW_COLUMNS};
+pub(crate) use image::{Filter, Image};
+
+pub use image::RowMap;
+pub(crate) use listing::ListingOpener;
+pub use rows::RowFault;
+pub use rows::RowProblem;
+pub(crate) use rows::{PubkeyRow, ROW_COLUMNS};
 
 use std::path::{Path, PathBuf};
 
@@ -68,13 +72,13 @@ pub enum KeyboxdError {
 }
 
 /// The 16 bytes every SQLite database starts with.
-pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+pub(crate) const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Whether `head` (a file's first bytes, at least 4) begins like an SQLite
 /// database. Four bytes tell it from a keybox: read as a keybox's first
 /// blob length, "SQLi" would be 1.4 GB, far past the 5 MiB a blob may
 /// have; SQLite checks the rest of its header when it opens the file.
-pub fn is_sqlite(head: &[u8]) -> bool {
+pub(crate) fn is_sqlite(head: &[u8]) -> bool {
     head.len() >= 4 && SQLITE_MAGIC.starts_with(&head[..head.len().min(SQLITE_MAGIC.len())])
 }
 
@@ -92,7 +96,7 @@ pub fn open(path: &Path, tally: &IoTally) -> Result<Database, KeyboxdError> {
 ///
 /// # Errors
 /// As [`open`].
-pub fn open_with_cache(path: &Path, tally: &IoTally, cache_kib: Option<u64>) -> Result<Database, KeyboxdError> {
+pub(crate) fn open_with_cache(path: &Path, tally: &IoTally, cache_kib: Option<u64>) -> Result<Database, KeyboxdError> {
     let db = Database::open(path, tally)?;
     if let Some(kib) = cache_kib {
         db.set_cache_kib(kib)?;

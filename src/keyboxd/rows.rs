@@ -62,14 +62,14 @@ impl fmt::Display for RowProblem {
 impl std::error::Error for RowProblem {}
 
 /// The columns of `pubkey` every read of a row selects, in this order.
-pub const ROW_COLUMNS: &str = "ubid, type, ephemeral, revoked, keyblob";
+pub(crate) const ROW_COLUMNS: &str = "ubid, type, ephemeral, revoked, keyblob";
 
 /// The longest `ubid` taken (keyboxd's are 20 bytes).
 const UBID_LIMIT: usize = 64;
 
 /// One key or certificate of the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PubkeyRow {
+pub(crate) struct PubkeyRow {
     /// The first 20 bytes of the primary key's fingerprint (the SHA-1
     /// fingerprint of a certificate).
     pub ubid: Vec<u8>,
@@ -95,7 +95,7 @@ impl PubkeyRow {
     /// # Errors
     /// A [`RowProblem`]: a column of the wrong type, a `ubid` longer than 64
     /// bytes, a keyblob over the 5 MiB a keybox blob may hold.
-    pub fn read(row: &rusqlite::Row<'_>, index: u64) -> Result<PubkeyRow, RowProblem> {
+    pub(crate) fn read(row: &rusqlite::Row<'_>, index: u64) -> Result<PubkeyRow, RowProblem> {
         let value = |i: usize| row.get_ref(i).unwrap_or(ValueRef::Null);
         let blob = |i: usize| match value(i) {
             ValueRef::Blob(b) => Ok(b),
@@ -113,7 +113,7 @@ impl PubkeyRow {
     ///
     /// # Errors
     /// As [`PubkeyRow::read`].
-    pub fn from_columns(
+    pub(crate) fn from_columns(
         index: u64,
         ubid: Result<&[u8], &'static str>,
         ints: [Result<i64, &'static str>; 3],

@@ -37,7 +37,7 @@ use crate::kbx::dump::hex_upper;
 
 /// Which keys a client asks for (`SEARCH --openpgp` / `--x509`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
+pub(crate) enum Client {
     /// gpg: OpenPGP keys only.
     Gpg,
     /// gpgsm: certificates only.
@@ -62,7 +62,7 @@ impl Client {
 
 /// A search a client sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Search {
+pub(crate) enum Search {
     /// Every key, in `ubid` order (`SEARCH` without a pattern).
     First,
     /// By a key's or subkey's fingerprint.
@@ -132,7 +132,7 @@ impl Search {
 /// One row keyboxd hands back: the row and the keybox blob GnuPG's
 /// writer makes for it.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(crate) struct Found {
     /// The row.
     pub row: PubkeyRow,
     /// Its blob (for the workloads, which read blobs).
@@ -151,10 +151,10 @@ struct SessionState<'db> {
 
 /// A client connection to keyboxd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Session(usize);
+pub(crate) struct Session(usize);
 
 /// keyboxd, replayed on a database.
-pub struct Server<'db> {
+pub(crate) struct Server<'db> {
     db: &'db Database,
     client: Client,
     sessions: RefCell<Vec<SessionState<'db>>>,
@@ -197,7 +197,7 @@ impl<'db> Server<'db> {
     ///
     /// # Errors
     /// SQLite's error.
-    pub fn start(db: &'db Database, client: Client) -> Result<Self, DbError> {
+    pub(crate) fn start(db: &'db Database, client: Client) -> Result<Self, DbError> {
         for sql in STARTUP {
             let mut stmt = db.prepare_pending(sql)?;
             while stmt.step()? {}
@@ -206,14 +206,14 @@ impl<'db> Server<'db> {
     }
 
     /// A new client connection.
-    pub fn connect(&self) -> Session {
+    pub(crate) fn connect(&self) -> Session {
         let mut s = self.sessions.borrow_mut();
         s.push(SessionState::default());
         Session(s.len() - 1)
     }
 
     /// Rows whose keyblob could not be made into a blob (passed over).
-    pub fn problems(&self) -> Vec<RowProblem> {
+    pub(crate) fn problems(&self) -> Vec<RowProblem> {
         self.problems.borrow().clone()
     }
 
@@ -221,7 +221,7 @@ impl<'db> Server<'db> {
     ///
     /// # Errors
     /// SQLite's error.
-    pub fn search(&self, session: Session, what: &Search) -> Result<Option<Found>, DbError> {
+    pub(crate) fn search(&self, session: Session, what: &Search) -> Result<Option<Found>, DbError> {
         let mut sessions = self.sessions.borrow_mut();
         let s = &mut sessions[session.0];
         s.last_ubid = None;
@@ -246,7 +246,7 @@ impl<'db> Server<'db> {
     ///
     /// # Errors
     /// SQLite's error.
-    pub fn next(&self, session: Session) -> Result<Option<Found>, DbError> {
+    pub(crate) fn next(&self, session: Session) -> Result<Option<Found>, DbError> {
         let mut sessions = self.sessions.borrow_mut();
         self.step(&mut sessions[session.0])
     }

@@ -6,7 +6,7 @@ use super::{LookupError, Sought};
 use crate::io::{BufferedReader, Opener};
 
 /// A lazily opened handle on the keybox.
-pub struct Handle<O: Opener> {
+pub(crate) struct Handle<O: Opener> {
     opener: O,
     file: Option<O::Handle>,
     sought: Sought,
@@ -15,25 +15,20 @@ pub struct Handle<O: Opener> {
 impl<O: Opener> Handle<O> {
     /// A handle that opens its file with `opener` when first searched;
     /// its errors say they came from a lookup for `sought`.
-    pub fn new(opener: O, sought: Sought) -> Self {
+    pub(crate) fn new(opener: O, sought: Sought) -> Self {
         Self { opener, file: None, sought }
     }
 
     /// The opener (for handles of its own a strategy opens beside this one).
-    pub fn opener(&self) -> &O {
+    pub(crate) fn opener(&self) -> &O {
         &self.opener
-    }
-
-    /// Whether the file is open.
-    pub fn is_open(&self) -> bool {
-        self.file.is_some()
     }
 
     /// The reader where it stands, opened first if needed.
     ///
     /// # Errors
     /// The file could not be opened.
-    pub fn reader(&mut self) -> Result<&mut BufferedReader<O::File>, LookupError> {
+    pub(crate) fn reader(&mut self) -> Result<&mut BufferedReader<O::File>, LookupError> {
         let file = match self.file.take() {
             Some(f) => f,
             None => self.opener.open()?,
@@ -46,7 +41,7 @@ impl<O: Opener> Handle<O> {
     ///
     /// # Errors
     /// The file could not be opened or rewound.
-    pub fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, LookupError> {
+    pub(crate) fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, LookupError> {
         let sought = self.sought;
         let r = self.reader()?;
         r.rewind().map_err(|source| LookupError::Seek { sought, source })?;
@@ -58,7 +53,7 @@ impl<O: Opener> Handle<O> {
     ///
     /// # Errors
     /// The rewind failed.
-    pub fn reset(&mut self) -> Result<(), LookupError> {
+    pub(crate) fn reset(&mut self) -> Result<(), LookupError> {
         if let Some(f) = self.file.as_mut() {
             f.rewind_unbuffered().map_err(|source| LookupError::Seek { sought: self.sought, source })?;
         }
@@ -66,12 +61,7 @@ impl<O: Opener> Handle<O> {
     }
 
     /// Close the file (a later search opens it again).
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.file = None; // dropping the handle closes the file
-    }
-
-    /// A [`LookupError::Blob`] for a blob this handle's lookup met.
-    pub fn blob_error(&self, index: Option<u64>, source: crate::io::ReadBlobError) -> LookupError {
-        LookupError::Blob { sought: self.sought, index, source }
     }
 }

@@ -2,13 +2,13 @@
 //! `--lookup`, the handle every strategy searches on, and the one error.
 //!
 //! A lookup finds what a check needs in the keybox: an issuer for an
-//! X.509 chain ([`crate::x509::IssuerLookup`]), a signer for an OpenPGP
-//! signature ([`crate::openpgp::SignerLookup`]). Each protocol has one trait,
+//! X.509 chain (`crate::x509::IssuerLookup`), a signer for an OpenPGP
+//! signature (`crate::openpgp::SignerLookup`). Each protocol has one trait,
 //! implemented once per [`Strategy`] and named alike (`Gnupg`, `Scan`,
 //! `Index`). On a keyboxd database, `gnupg` is the pattern gpg and gpgsm
 //! follow through keyboxd: the same decisions (and gpg's caches), each
 //! search a request to the replayed keyboxd (`x509::keyboxd`,
-//! `openpgp::lookup::keyboxd`, [`crate::keyboxd::server`]). A further
+//! `openpgp::lookup::keyboxd`, `crate::keyboxd::server`). A further
 //! program's access pattern is one more implementation of each trait and
 //! one more variant here.
 //!
@@ -16,14 +16,14 @@
 //!   `scan` (one rescan per lookup) or `index` (one pass, then memory);
 //!   [`Strategy::name`] is the one name the CLI, the sweep's exports and
 //!   the telemetry labels use.
-//! * [`Handle`] — a keybox handle opened by its first search, as GnuPG's
+//! * `Handle` — a keybox handle opened by its first search, as GnuPG's
 //!   are, rewound before a search and closed when dropped.
 //! * [`LookupError`] — what can go wrong, with [`Sought`] saying which
 //!   kind of lookup it was.
 
 mod handle;
 
-pub use handle::Handle;
+pub(crate) use handle::Handle;
 
 use crate::io::{OpenError, ReadBlobError};
 

@@ -135,7 +135,7 @@ impl Keyblock {
     /// [`Self::parse`] of the keyblock at `within` of `bytes` (a blob's
     /// image), keeping `bytes` instead of copying the keyblock out of them.
     /// An empty keyblock if `within` is not in `bytes`.
-    pub fn parse_in(bytes: Vec<u8>, within: Range<usize>) -> Self {
+    pub(crate) fn parse_in(bytes: Vec<u8>, within: Range<usize>) -> Self {
         let within = if bytes.get(within.clone()).is_some() { within } else { 0..0 };
         let base = within.start;
         let mut kb = Keyblock {
@@ -211,7 +211,7 @@ impl Keyblock {
     /// signatures). `false` for anything it might read otherwise: a packet
     /// it cannot decode, one it does not expect, a user id after a subkey,
     /// a key that is not v4.
-    pub fn as_composed(&self) -> bool {
+    pub(crate) fn as_composed(&self) -> bool {
         self.composed
     }
 
@@ -295,7 +295,7 @@ impl Keyblock {
 
     /// The bytes the keyblock was decoded in: its own, or the blob image
     /// handed to [`Self::parse_in`] (until [`Self::let_go_of_photos`]).
-    pub fn held_bytes(&self) -> &[u8] {
+    pub(crate) fn held_bytes(&self) -> &[u8] {
         &self.image
     }
 
@@ -303,7 +303,7 @@ impl Keyblock {
     /// photo ids whose every signature comes with gpg's cached verdict
     /// (their bytes are never read again; on a keybox with photos they are
     /// most of it). The bytes held before are freed, to be used again.
-    pub fn let_go_of_photos(&mut self) {
+    pub(crate) fn let_go_of_photos(&mut self) {
         let unread =
             |g: &Group| matches!(g.component, Component::Uat(None)) && g.sigs.iter().all(|p| p.cached.is_some());
         let mut gone: Vec<Range<usize>> =
@@ -340,12 +340,12 @@ impl Keyblock {
     }
 
     /// The primary key read from its packet, decoded by the crate or not.
-    pub fn raw_primary(&self) -> Option<KeyPacket> {
+    pub(crate) fn raw_primary(&self) -> Option<KeyPacket> {
         KeyPacket::parse(self.bytes(self.primary_body.as_ref()?)).ok()
     }
 
     /// Every key packet (primary first, then subkeys) read from its bytes.
-    pub fn raw_keys(&self) -> impl Iterator<Item = KeyPacket> + '_ {
+    pub(crate) fn raw_keys(&self) -> impl Iterator<Item = KeyPacket> + '_ {
         let subkeys = self.groups.iter().filter(|g| matches!(g.component, Component::Subkey(_)));
         self.primary_body
             .iter()
@@ -354,7 +354,7 @@ impl Keyblock {
     }
 
     /// The key (primary or subkey) with key id `kid`, read from its bytes.
-    pub fn raw_key(&self, kid: &[u8; 8]) -> Option<KeyPacket> {
+    pub(crate) fn raw_key(&self, kid: &[u8; 8]) -> Option<KeyPacket> {
         self.raw_keys().find(|k| k.key_id == *kid)
     }
 
@@ -365,7 +365,7 @@ impl Keyblock {
 
     /// The key ids of all its keys: the crate's, or read from the bytes
     /// when it could not decode a key.
-    pub fn key_ids(&self) -> Vec<[u8; 8]> {
+    pub(crate) fn key_ids(&self) -> Vec<[u8; 8]> {
         if !self.all_keys_decoded() {
             return self.raw_keys().map(|k| k.key_id).collect();
         }
@@ -393,7 +393,7 @@ impl Keyblock {
     /// The user id gpg shows for this key (`get_primary_uid`): the one of
     /// [`Self::primary_uid_group`], else the one that sorts last (length,
     /// then bytes); `[User ID not found]` when the key has no user id.
-    pub fn primary_uid(&self) -> Vec<u8> {
+    pub(crate) fn primary_uid(&self) -> Vec<u8> {
         if let Some(i) = self.primary_uid_group() {
             if let Component::Uid(u) = &self.groups[i].component {
                 return u.id().to_vec();
@@ -417,7 +417,7 @@ impl Keyblock {
     /// those whose newest self-signature says "primary", the newest; else
     /// the one with the newest self-signature. Ties go to the one that
     /// sorts last (length, then bytes). `None` when no user id qualifies.
-    pub fn primary_uid_group(&self) -> Option<usize> {
+    pub(crate) fn primary_uid_group(&self) -> Option<usize> {
         let own = self.key_id()?;
         let by_own = |class: &dyn Fn(u8) -> bool, g: &Group| {
             g.sigs

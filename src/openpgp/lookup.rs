@@ -99,7 +99,7 @@ pub struct Signer {
 
 impl Signer {
     /// Decode a signer from its blob.
-    pub fn from_blob(blob: &KeyBlob<'_>) -> Self {
+    pub(crate) fn from_blob(blob: &KeyBlob<'_>) -> Self {
         let (key_ids, fingerprints) = key_table(blob);
         Self::new(Keyblock::parse(blob.data()), key_ids, fingerprints)
     }
@@ -108,7 +108,7 @@ impl Signer {
     /// instead of copying the keyblock out of it
     /// (the keyblock's `held_bytes` gives it back); `None` if it holds no key
     /// blob.
-    pub fn from_image(image: Vec<u8>) -> Option<Self> {
+    pub(crate) fn from_image(image: Vec<u8>) -> Option<Self> {
         let Ok(Blob::Key(blob)) = parse_blob(&image) else { return None };
         let (key_ids, fingerprints) = key_table(&blob);
         let start = blob.data().as_ptr() as usize - image.as_ptr() as usize;
@@ -134,7 +134,7 @@ pub(crate) type Found = Result<Option<Arc<Signer>>, LookupError>;
 pub(crate) type Usable<'a> = dyn Fn(&Signer) -> bool + 'a;
 
 /// The lookups listing signatures needs.
-pub trait SignerLookup {
+pub(crate) trait SignerLookup {
     /// A signer by key id, for its user id (gpg's `get_user_id`).
     ///
     /// # Errors
@@ -434,7 +434,7 @@ impl<O: Opener> SignerLookup for Scan<O> {
 
 /// Answers from memory; filled by the listing pass.
 #[derive(Default)]
-pub struct Index {
+pub(crate) struct Index {
     by_kid: HashMap<[u8; 8], Arc<Signer>>,
     by_fpr: HashMap<Vec<u8>, Arc<Signer>>,
 }
@@ -442,7 +442,7 @@ pub struct Index {
 impl Index {
     /// Index a keyblock (the first one with a key id or fingerprint wins,
     /// as a search from the start finds it).
-    pub fn insert(&mut self, s: &Arc<Signer>) {
+    pub(crate) fn insert(&mut self, s: &Arc<Signer>) {
         for k in &s.key_ids {
             self.by_kid.entry(*k).or_insert_with(|| s.clone());
         }

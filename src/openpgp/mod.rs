@@ -11,9 +11,9 @@
 //!   digest gpg computes where the `pgp` crate cannot (v5);
 //! * `verify`: one signature checked with the signer's key (the
 //!   arithmetic is [`crate::crypto`]'s or the `pgp` crate's);
-//! * `lookup`: the signer lookups ([`SignerLookup`]), one per
+//! * `lookup`: the signer lookups (`SignerLookup`), one per
 //!   [`crate::lookup::Strategy`] (gpg's own pattern documented there);
-//! * [`check_keyblock`]: one keyblock's signatures listed or checked.
+//! * `check_keyblock`: one keyblock's signatures listed or checked.
 //!
 //! Uses `crypto`, `lookup`, `io`, `telemetry` and the format crate; never
 //! `x509`.
@@ -27,9 +27,15 @@ mod raw;
 mod sigs;
 mod verify;
 
+pub use describe::describe;
 pub(crate) use describe::describe_keyblock;
-pub use describe::{describe, KeyblockError, OpenPgpKey, OpenPgpSubkey};
-pub use lookup::{Signer, SignerLookup};
+pub use describe::KeyblockError;
+pub use describe::OpenPgpKey;
+pub use describe::OpenPgpSubkey;
+pub use lookup::Signer;
+pub(crate) use lookup::SignerLookup;
 pub use packets::WalkError;
-pub use raw::{KeyPacket, SigPacket, SigPacketError};
-pub use sigs::{check_keyblock, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+pub use raw::SigPacketError;
+pub use raw::{KeyPacket, SigPacket};
+pub(crate) use sigs::check_keyblock;
+pub use sigs::{Mode, SigCounts, SigGroup, SigLine, SigStatus};

@@ -59,12 +59,6 @@ impl KeyPacket {
         Ok(Self { info, params, body: body.to_vec() })
     }
 
-    /// The algorithm-specific key material: after the algorithm id (v2/v3:
-    /// and the validity days; v5/v6: and the material's 4-byte length).
-    pub fn material(&self) -> &[u8] {
-        &self.body[self.material_start..]
-    }
-
     /// Append the key as a signature's digest takes it.
     fn hash_into(&self, out: &mut Vec<u8>) {
         frame_key(out, self.version, &self.body);

@@ -190,7 +190,7 @@ fn listed_class(c: u8) -> bool {
 ///
 /// # Errors
 /// I/O errors of the lookups.
-pub fn check_keyblock(
+pub(crate) fn check_keyblock(
     kb: &Keyblock,
     mode: Mode,
     now: i64,

@@ -36,7 +36,7 @@ pub const MAX_EVENTS: u64 = 1 << 24;
 
 /// The operation an interposer column counts as, if it counts system
 /// calls (the stdio columns count library calls: `None`).
-pub fn file_op(op: Op) -> Option<FileOp> {
+pub(crate) fn file_op(op: Op) -> Option<FileOp> {
     Some(match op {
         Op::Open => FileOp::Open,
         Op::Close | Op::CloseRange => FileOp::Close,
@@ -229,11 +229,12 @@ impl Recorded {
     /// command's summary (same keys, same order), plus `processes` (each of
     /// the same form after its `pid` and `program`, with `calls` and
     /// `files`) and `lost` when non-zero.
-    pub fn to_json(&self) -> serde_json::Value {
+    #[cfg(test)]
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self.summary()).unwrap_or_default()
     }
 
-    /// What [`Recorded::to_json`] serializes, in order.
+    /// What `Recorded::to_json` serializes, in order.
     pub fn summary(&self) -> Summary<'_> {
         Summary {
             total: self.total(),

@@ -104,7 +104,7 @@ impl Module {
 }
 
 /// Reads a module's bytes (the command line's job: this module does no I/O).
-pub type ReadModule<'a> = Box<dyn FnMut(&Path) -> Option<Vec<u8>> + 'a>;
+pub(crate) type ReadModule<'a> = Box<dyn FnMut(&Path) -> Option<Vec<u8>> + 'a>;
 
 /// Names frames, reading each module once through its reader.
 pub struct Symbolizer<'a> {

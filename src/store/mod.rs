@@ -111,7 +111,7 @@ fn uses_keyboxd(conf: &str) -> bool {
 ///
 /// # Errors
 /// An unreadable `common.conf`.
-pub fn home_store(path: &Path) -> Result<PathBuf, StoreError> {
+pub(crate) fn home_store(path: &Path) -> Result<PathBuf, StoreError> {
     let conf = path.join("common.conf");
     let keyboxd = is_file(&conf) && uses_keyboxd(&read_text(&conf, 1 << 20)?);
     Ok(if keyboxd { path.join("public-keys.d").join("pubring.db") } else { path.join("pubring.kbx") })
@@ -121,7 +121,7 @@ impl Store {
     /// Open the store at `path` (a keybox, a database, a GnuPG home). A
     /// directory is a GnuPG home, found out by opening it (its open,
     /// `fstat` and close are counted): its store is opened instead
-    /// ([`home_store`]). A file is a database when it starts with SQLite's
+    /// (`home_store`). A file is a database when it starts with SQLite's
     /// header; then the handle that looked is closed (its open, `fstat`,
     /// read and close are counted with SQLite's events) and SQLite opens it.
     ///

@@ -15,7 +15,7 @@ mod seed;
 mod workloads;
 
 pub use result::{GnupgRow, ProgramRow, SeedRow, SizeResult, Sweep, SweepSize, Times};
-pub use seed::{default_cache_sizes, default_sizes, seed_row, SEED_TABLE};
+pub use seed::{default_cache_sizes, default_sizes, seed_row};
 pub use workloads::{Workload, WorkloadKind};
 
 use std::path::Path;

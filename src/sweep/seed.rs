@@ -5,7 +5,7 @@ use super::{SeedRow, SweepSize};
 use crate::io::BufferSize;
 
 /// The seed's measurement (procmon, Windows): N (KiB), file events, seconds.
-pub const SEED_TABLE: [(u64, u64, f64); 7] = [
+pub(crate) const SEED_TABLE: [(u64, u64, f64); 7] = [
     (0, 4_900_000, 86.0),
     (16, 2_456_000, 58.0),
     (32, 1_233_000, 43.0),

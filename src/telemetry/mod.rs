@@ -7,7 +7,7 @@
 //! `kbx_blobs_read_total`) are not recorded sample by sample: the I/O
 //! layer counts and buckets each event once, in the handle's
 //! [`IoStats`], and hands the deltas to [`IoMetrics`] (an
-//! [`IoObserver`]) every [`crate::events::REPORT_EVERY`] events and
+//! [`IoObserver`]) every `crate::events::REPORT_EVERY` events and
 //! at close. [`IoMetrics`] adds them up per buffer size under one lock —
 //! a few thousand times per scan, never per event — and renders them
 //! itself ([`IoMetrics::render`]), so counters and histograms come from
@@ -59,9 +59,9 @@ pub const COMMAND_DURATION: &str = "kbx_command_duration_seconds";
 /// Always 1, labelled with the `version`.
 pub const BUILD_INFO: &str = "kbx_build_info";
 /// When the last command ended (Unix time), for batch-job alerts.
-pub const LAST_RUN_TIMESTAMP: &str = "kbx_last_run_timestamp_seconds";
+pub(crate) const LAST_RUN_TIMESTAMP: &str = "kbx_last_run_timestamp_seconds";
 /// 1 if the last command succeeded, else 0.
-pub const LAST_RUN_SUCCESS: &str = "kbx_last_run_success";
+pub(crate) const LAST_RUN_SUCCESS: &str = "kbx_last_run_success";
 
 /// Histogram buckets for command durations: 1 ms to 10 min.
 pub const COMMAND_BUCKETS: [f64; 17] =
@@ -254,16 +254,16 @@ impl IoMetrics {
 
 /// The `lookup` label values of [`KEYBOX_SCANS`]: the listing pass (also
 /// the index's one pass), gpg's and gpgsm's lookups, one rescan per lookup.
-pub const SCAN_LOOKUPS: [&str; 3] = ["sequential", "gnupg", "scan"];
+pub(crate) const SCAN_LOOKUPS: [&str; 3] = ["sequential", "gnupg", "scan"];
 
 /// Count one pass over the keybox for `lookup` (one of [`SCAN_LOOKUPS`])
 /// with buffers of `buffer_size` bytes.
-pub fn scan_started(lookup: &'static str, buffer_size: u64) {
+pub(crate) fn scan_started(lookup: &'static str, buffer_size: u64) {
     counter!(KEYBOX_SCANS, "lookup" => lookup, "buffer_size" => buffer_size.to_string()).increment(1);
 }
 
 /// Count one validated certificate.
-pub fn certificate_validated(good: bool) {
+pub(crate) fn certificate_validated(good: bool) {
     counter!(CERTIFICATES_VALIDATED, "result" => if good { "good" } else { "bad" }).increment(1);
 }
 

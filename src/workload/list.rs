@@ -80,7 +80,8 @@ pub struct ListOutcome {
 
 impl ListOutcome {
     /// Whether anything went wrong.
-    pub fn is_clean(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_clean(&self) -> bool {
         self.problems.is_empty() && self.fatal.is_none()
     }
 }

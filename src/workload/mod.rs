@@ -21,7 +21,10 @@ pub mod validate;
 
 pub use list::{KeyDetails, ListOutcome, Listed, TypeFilter};
 pub use places::{Places, Ran};
-pub use scan::{ContentError, Item, NotAKeybox, ScanError, ScanErrorKind, Scanner};
+pub use scan::ContentError;
+pub use scan::NotAKeybox;
+pub use scan::ScanErrorKind;
+pub use scan::{Item, ScanError};
 
 #[cfg(test)]
 mod tests {

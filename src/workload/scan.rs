@@ -10,7 +10,7 @@ use crate::kbx::{BlobType, ParseError};
 /// What a scan yields at each stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Item {
-    /// A blob, available from [`Scanner::image`].
+    /// A blob, available from `Scanner::image`.
     Blob {
         /// Physical index (0 = the first blob of the file; deleted blobs count).
         index: u64,
@@ -141,7 +141,7 @@ impl std::error::Error for ScanError {}
 /// skipped as one giant blob (which is what a PNG or a text file would
 /// otherwise look like).
 #[derive(Debug)]
-pub struct Scanner<'r, F> {
+pub(crate) struct Scanner<'r, F> {
     reader: &'r mut BufferedReader<F>,
     image: Vec<u8>,
     index: u64,
@@ -166,7 +166,7 @@ impl<'r, F: RawRead> Scanner<'r, F> {
 
     /// Start a scan at the reader's position, which is taken to be blob 0
     /// (counted as a `sequential` pass in `kbx_keybox_scans_total`).
-    pub fn new(reader: &'r mut BufferedReader<F>) -> Self {
+    pub(crate) fn new(reader: &'r mut BufferedReader<F>) -> Self {
         crate::telemetry::scan_started("sequential", reader.stats().buffer_size);
         let pass = tracing::info_span!(target: "kbx::lookup", "pass", start = reader.position()).entered();
         Self { reader, image: Vec::new(), index: 0, trailing_deleted: 0, keep: None, _pass: pass }
@@ -176,23 +176,23 @@ impl<'r, F: RawRead> Scanner<'r, F> {
     /// which shows whether the file is a keybox): the others are passed
     /// over unread, in the buffer or with a seek (see
     /// [`BufferedReader::pass_over`]), but still counted in blob indexes.
-    pub fn only(reader: &'r mut BufferedReader<F>, keep: BlobType) -> Self {
+    pub(crate) fn only(reader: &'r mut BufferedReader<F>, keep: BlobType) -> Self {
         Self { keep: Some(keep), ..Self::new(reader) }
     }
 
     /// The blob of the last [`Item::Blob`].
-    pub fn image(&self) -> &[u8] {
+    pub(crate) fn image(&self) -> &[u8] {
         &self.image
     }
 
     /// The blob of the last [`Item::Blob`], handed over (the next blob is
     /// read into a new buffer).
-    pub fn take_image(&mut self) -> Vec<u8> {
+    pub(crate) fn take_image(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.image)
     }
 
     /// Deleted blobs after the last blob of the file (known at the end).
-    pub fn trailing_deleted(&self) -> u64 {
+    pub(crate) fn trailing_deleted(&self) -> u64 {
         self.trailing_deleted
     }
 
@@ -201,7 +201,7 @@ impl<'r, F: RawRead> Scanner<'r, F> {
     /// # Errors
     /// A [`ScanError`] for framing or system errors; the scan cannot go on
     /// after one.
-    pub fn next_item(&mut self) -> Result<Option<Item>, ScanError> {
+    pub(crate) fn next_item(&mut self) -> Result<Option<Item>, ScanError> {
         let mut deleted = 0;
         loop {
             let index = self.index;

@@ -14,11 +14,11 @@ use crate::kbx::KeyBlob;
 /// Cheap to clone (the contents are shared): chains, indexes and
 /// signature-check queues all hold the same copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cert(Arc<CertData>);
+pub(crate) struct Cert(Arc<CertData>);
 
 /// The contents of a [`Cert`].
 #[derive(Debug, PartialEq, Eq)]
-pub struct CertData {
+pub(crate) struct CertData {
     /// SHA-1 fingerprint (from the key table).
     pub fpr: [u8; 20],
     /// Issuer DN as stored in the blob (GnuPG's string form).
@@ -37,7 +37,7 @@ pub struct CertData {
 
 impl Cert {
     /// Take a certificate out of an X.509 blob (`None` for other blobs).
-    pub fn from_blob(blob: &KeyBlob<'_>, offset: u64) -> Option<Self> {
+    pub(crate) fn from_blob(blob: &KeyBlob<'_>, offset: u64) -> Option<Self> {
         let fpr: [u8; 20] = blob.key(0).fingerprint.try_into().ok()?;
         Some(Self(Arc::new(CertData {
             fpr,
@@ -67,7 +67,7 @@ const GPGSM_KNOWN_CRITICAL: [&str; 6] =
 
 /// The decoded parts of a certificate that validation looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CertInfo {
+pub(crate) struct CertInfo {
     /// Validity start (Unix seconds).
     pub not_before: i64,
     /// Validity end (Unix seconds).
@@ -100,13 +100,13 @@ impl CertInfo {
     ///
     /// # Errors
     /// [`CertDecodeError`] if the certificate does not decode.
-    pub fn decode(der: &[u8]) -> Result<Self, CertDecodeError> {
+    pub(crate) fn decode(der: &[u8]) -> Result<Self, CertDecodeError> {
         let (_, cert) = X509Certificate::from_der(der)?;
         Ok(Self::of(&cert))
     }
 
     /// Take what validation needs from an already decoded certificate.
-    pub fn of(cert: &X509Certificate<'_>) -> Self {
+    pub(crate) fn of(cert: &X509Certificate<'_>) -> Self {
         let bc = cert.basic_constraints().ok().flatten().map(|b| b.value.clone());
         let mut info = CertInfo {
             not_before: cert.validity().not_before.timestamp(),

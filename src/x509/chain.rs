@@ -30,7 +30,7 @@ pub(super) const MAX_CHAIN: usize = 50;
 
 /// Why a certificate is bad, with gpgsm's wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Problem {
+pub(crate) enum Problem {
     /// No issuer certificate in the keybox.
     MissingIssuer,
     /// The issuer is not a CA.
@@ -57,7 +57,7 @@ pub enum Problem {
 
 impl Problem {
     /// The text gpgsm prints after `[certificate is bad: `.
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Self::MissingIssuer => "Missing issuer certificate",
             Self::BadCa => "Bad CA certificate",
@@ -99,14 +99,14 @@ impl Validation {
     }
 
     /// Whether the certificate is good.
-    pub fn is_good(&self) -> bool {
+    pub(crate) fn is_good(&self) -> bool {
         self.status == "good"
     }
 }
 
 /// Validates certificates against a trustlist at a point in time.
 #[derive(Debug)]
-pub struct Validator<'t> {
+pub(crate) struct Validator<'t> {
     trust: &'t TrustList,
     at: i64,
     memo: Memo,
@@ -114,7 +114,7 @@ pub struct Validator<'t> {
 
 impl<'t> Validator<'t> {
     /// A validator trusting `trust`, checking validity at `at` (Unix seconds).
-    pub fn new(trust: &'t TrustList, at: i64) -> Self {
+    pub(crate) fn new(trust: &'t TrustList, at: i64) -> Self {
         Self { trust, at, memo: Memo::default() }
     }
 
@@ -122,7 +122,11 @@ impl<'t> Validator<'t> {
     ///
     /// # Errors
     /// I/O errors of the lookups.
-    pub fn validate(&mut self, target: &Cert, search: &mut impl IssuerLookup) -> Result<Validation, LookupError> {
+    pub(crate) fn validate(
+        &mut self,
+        target: &Cert,
+        search: &mut impl IssuerLookup,
+    ) -> Result<Validation, LookupError> {
         search.begin_cert();
         let result = self.walk(target, search);
         search.end_cert();
@@ -263,7 +267,7 @@ impl<'t> Validator<'t> {
     }
 
     /// Remember a certificate decoded by the caller.
-    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, super::certinfo::CertDecodeError>) {
+    pub(crate) fn learn(&mut self, cert: &Cert, info: Result<CertInfo, super::certinfo::CertDecodeError>) {
         self.memo.learn(cert, info);
     }
 
@@ -274,7 +278,7 @@ impl<'t> Validator<'t> {
     ///
     /// # Errors
     /// Errors of the lookups (none for an index).
-    pub fn queue_check(
+    pub(crate) fn queue_check(
         &mut self,
         cert: &Cert,
         search: &mut impl IssuerLookup,
@@ -295,7 +299,7 @@ impl<'t> Validator<'t> {
     ///
     /// # Errors
     /// Errors of the lookups (none for an index).
-    pub fn prefetch(
+    pub(crate) fn prefetch(
         &mut self,
         certs: &[Cert],
         search: &mut impl IssuerLookup,

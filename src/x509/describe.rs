@@ -50,7 +50,7 @@ pub fn describe(blob: &KeyBlob<'_>) -> Result<X509Cert, CertDecodeError> {
 
 /// What `list` shows of an X.509 blob whose certificate `cert` the caller
 /// has decoded already.
-pub fn describe_decoded(blob: &KeyBlob<'_>, cert: &X509Certificate<'_>) -> X509Cert {
+pub(crate) fn describe_decoded(blob: &KeyBlob<'_>, cert: &X509Certificate<'_>) -> X509Cert {
     let fpr = blob.key(0).fingerprint;
     let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
     let validity = cert.validity();

@@ -32,7 +32,7 @@ use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
 /// The lookups chain building needs.
-pub trait IssuerLookup {
+pub(crate) trait IssuerLookup {
     /// A certificate's validation starts.
     fn begin_cert(&mut self) {}
     /// It ended (handles are closed).

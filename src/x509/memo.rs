@@ -7,7 +7,7 @@ use super::pool::{CheckPool, PairKey, SignatureCheck};
 
 /// Decoded certificates and signature checks, each done once per run.
 #[derive(Debug, Default)]
-pub struct Memo {
+pub(crate) struct Memo {
     infos: HashMap<[u8; 20], Result<CertInfo, CertDecodeError>>,
     signatures: HashMap<PairKey, bool>,
     /// Checks handed to a [`CheckPool`] whose results are not in yet.
@@ -19,18 +19,18 @@ impl Memo {
     ///
     /// # Errors
     /// The decoding error.
-    pub fn info(&mut self, cert: &Cert) -> Result<&CertInfo, CertDecodeError> {
+    pub(crate) fn info(&mut self, cert: &Cert) -> Result<&CertInfo, CertDecodeError> {
         self.infos.entry(cert.fpr).or_insert_with(|| CertInfo::decode(&cert.der)).as_ref().map_err(Clone::clone)
     }
 
     /// Remember a certificate decoded elsewhere (the listing pass), so that
     /// it is not decoded again.
-    pub fn learn(&mut self, cert: &Cert, info: Result<CertInfo, CertDecodeError>) {
+    pub(crate) fn learn(&mut self, cert: &Cert, info: Result<CertInfo, CertDecodeError>) {
         self.infos.entry(cert.fpr).or_insert(info);
     }
 
     /// Whether `issuer`'s key verifies `child`'s signature.
-    pub fn signature_ok(&mut self, child: &Cert, issuer: &Cert) -> bool {
+    pub(crate) fn signature_ok(&mut self, child: &Cert, issuer: &Cert) -> bool {
         let key = (child.fpr, issuer.fpr);
         if let Some(&ok) = self.signatures.get(&key) {
             return ok;
@@ -43,7 +43,7 @@ impl Memo {
     /// Hand the check of `child`'s signature by `issuer` to `pool`, unless
     /// it is done or queued already. A certificate that does not decode
     /// is not queued ([`signature_ok`](Self::signature_ok) answers false).
-    pub fn queue(&mut self, pool: &CheckPool, child: &Cert, issuer: &Cert) {
+    pub(crate) fn queue(&mut self, pool: &CheckPool, child: &Cert, issuer: &Cert) {
         let key = (child.fpr, issuer.fpr);
         if self.signatures.contains_key(&key) || self.queued.contains(&key) {
             return;
@@ -55,7 +55,7 @@ impl Memo {
     }
 
     /// Take the results of a finished pool.
-    pub fn absorb(&mut self, results: Vec<(PairKey, bool)>) {
+    pub(crate) fn absorb(&mut self, results: Vec<(PairKey, bool)>) {
         for (key, ok) in results {
             self.queued.remove(&key);
             self.signatures.insert(key, ok);

@@ -22,7 +22,7 @@ pub(super) type PairKey = ([u8; 20], [u8; 20]);
 
 /// One signature to check: `child`'s signed part against `issuer`'s key.
 #[derive(Debug, Clone)]
-pub struct SignatureCheck {
+pub(crate) struct SignatureCheck {
     /// The signed certificate.
     pub child: Cert,
     /// Where its tbsCertificate is in its DER.
@@ -35,14 +35,14 @@ pub struct SignatureCheck {
 
 impl SignatureCheck {
     /// The memo key of this check.
-    pub fn key(&self) -> PairKey {
+    pub(crate) fn key(&self) -> PairKey {
         (self.child.fpr, self.issuer.fpr)
     }
 
     /// Whether the issuer's key verifies the child's signature. Only the
     /// three small parts a check needs are decoded (signature algorithm,
     /// signature value, public key), not the whole certificates again.
-    pub fn run(&self) -> bool {
+    pub(crate) fn run(&self) -> bool {
         let der = &self.child.der;
         let (Some(tbs), Some(after_tbs), Some(spki)) =
             (der.get(self.tbs.clone()), der.get(self.tbs.end..), self.issuer.der.get(self.spki.clone()))
@@ -101,7 +101,7 @@ impl Shared {
 }
 
 /// Worker threads checking signatures from a shared queue.
-pub struct CheckPool {
+pub(crate) struct CheckPool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<Vec<(PairKey, bool)>>>,
 }
@@ -115,7 +115,7 @@ impl std::fmt::Debug for CheckPool {
 impl CheckPool {
     /// Start `workers` threads (at least one). The caller's thread joins
     /// them in [`finish`](Self::finish).
-    pub fn start(workers: usize) -> Self {
+    pub(crate) fn start(workers: usize) -> Self {
         let shared = Arc::new(Shared::default());
         let workers = (0..workers.max(1))
             .filter_map(|i| {
@@ -131,19 +131,19 @@ impl CheckPool {
 
     /// One worker per core but the caller's: the caller is busy reading the
     /// file while the workers check.
-    pub fn beside_caller() -> Self {
+    pub(crate) fn beside_caller() -> Self {
         Self::start(std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1))
     }
 
     /// Queue a check.
-    pub fn submit(&self, check: SignatureCheck) {
+    pub(crate) fn submit(&self, check: SignatureCheck) {
         self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner).checks.push_back(check);
         self.shared.ready.notify_one();
     }
 
     /// No more checks: work on the queue on this thread too until it is
     /// empty, wait for the workers, and return every result.
-    pub fn finish(mut self) -> Vec<(PairKey, bool)> {
+    pub(crate) fn finish(mut self) -> Vec<(PairKey, bool)> {
         self.shared.close();
         let mut done = self.shared.work();
         for w in std::mem::take(&mut self.workers) {

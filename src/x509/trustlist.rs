@@ -200,13 +200,13 @@ impl TrustList {
     }
 
     /// Whether the root with this SHA-1 fingerprint is trusted for X.509.
-    pub fn trusts(&self, fpr: &[u8]) -> bool {
+    pub(crate) fn trusts(&self, fpr: &[u8]) -> bool {
         self.broken.is_none() && self.first(fpr).is_some_and(|e| !e.disabled)
     }
 
     /// Whether the root's entry carries `relax` (gpgsm then accepts it
     /// without the CA flag in basicConstraints).
-    pub fn relaxes(&self, fpr: &[u8]) -> bool {
+    pub(crate) fn relaxes(&self, fpr: &[u8]) -> bool {
         self.broken.is_none() && self.first(fpr).is_some_and(|e| e.relax)
     }
 

@@ -26,7 +26,7 @@ use std::rc::Rc;
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use pending::Pending;
+pub(crate) use pending::Pending;
 use syscalls::{Armed, Sink};
 
 use super::event::tracing_events;
@@ -208,13 +208,13 @@ impl Database {
     ///
     /// # Errors
     /// SQLite's error.
-    pub fn set_cache_kib(&self, kib: u64) -> Result<(), DbError> {
+    pub(crate) fn set_cache_kib(&self, kib: u64) -> Result<(), DbError> {
         let conn = self.conn.as_ref().expect("open until dropped");
         conn.execute_batch(&format!("PRAGMA cache_size = -{}", kib.max(1))).map_err(|e| self.error(e))
     }
 
     /// Wrap SQLite's error for a row the caller could not take.
-    pub fn row_error(&self, e: rusqlite::Error) -> DbError {
+    pub(crate) fn row_error(&self, e: rusqlite::Error) -> DbError {
         self.error(e)
     }
 

@@ -16,7 +16,7 @@ use rusqlite::ffi;
 use super::{Database, DbError};
 
 /// A statement of a [`Database`], pending between steps.
-pub struct Pending<'db> {
+pub(crate) struct Pending<'db> {
     db: &'db Database,
     stmt: *mut ffi::sqlite3_stmt,
     _not_send: PhantomData<*mut ()>,
@@ -33,7 +33,7 @@ impl Database {
     ///
     /// # Errors
     /// SQLite's error (a syntax error, the schema unreadable).
-    pub fn prepare_pending(&self, sql: &str) -> Result<Pending<'_>, DbError> {
+    pub(crate) fn prepare_pending(&self, sql: &str) -> Result<Pending<'_>, DbError> {
         let conn = self.conn.as_ref().expect("open until dropped");
         let text = CString::new(sql).map_err(|_| self.sqlite_error(ffi::SQLITE_MISUSE, "SQL with a NUL byte"))?;
         let mut stmt = ptr::null_mut();
@@ -66,7 +66,7 @@ impl Pending<'_> {
     /// Reset the statement (it gives up its place and, if it was the last
     /// pending one, SQLite's read lock) and clear nothing else: bindings
     /// stay, as keyboxd rebinds only what changes.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         // SAFETY: stmt is a live statement of this connection. The result
         // repeats the last step's error, already reported.
         unsafe { ffi::sqlite3_reset(self.stmt) };
@@ -76,7 +76,7 @@ impl Pending<'_> {
     ///
     /// # Errors
     /// SQLite's error (no such parameter).
-    pub fn bind_blob(&mut self, i: c_int, value: &[u8]) -> Result<(), DbError> {
+    pub(crate) fn bind_blob(&mut self, i: c_int, value: &[u8]) -> Result<(), DbError> {
         let n = c_int::try_from(value.len()).map_err(|_| self.db.sqlite_error(ffi::SQLITE_TOOBIG, "blob too long"))?;
         // SAFETY: value is valid for n bytes; SQLITE_TRANSIENT makes SQLite copy it.
         let rc = unsafe { ffi::sqlite3_bind_blob(self.stmt, i, value.as_ptr().cast(), n, ffi::SQLITE_TRANSIENT()) };
@@ -87,7 +87,7 @@ impl Pending<'_> {
     ///
     /// # Errors
     /// SQLite's error (no such parameter).
-    pub fn bind_text(&mut self, i: c_int, value: &[u8]) -> Result<(), DbError> {
+    pub(crate) fn bind_text(&mut self, i: c_int, value: &[u8]) -> Result<(), DbError> {
         let n = c_int::try_from(value.len()).map_err(|_| self.db.sqlite_error(ffi::SQLITE_TOOBIG, "text too long"))?;
         // SAFETY: as in bind_blob; the bytes need no NUL with an explicit length.
         let rc = unsafe { ffi::sqlite3_bind_text(self.stmt, i, value.as_ptr().cast(), n, ffi::SQLITE_TRANSIENT()) };
@@ -107,7 +107,7 @@ impl Pending<'_> {
     ///
     /// # Errors
     /// SQLite's error.
-    pub fn step(&mut self) -> Result<bool, DbError> {
+    pub(crate) fn step(&mut self) -> Result<bool, DbError> {
         // SAFETY: stmt is a live statement of this connection.
         match unsafe { ffi::sqlite3_step(self.stmt) } {
             ffi::SQLITE_ROW => Ok(true),
@@ -118,7 +118,7 @@ impl Pending<'_> {
 
     /// Column `i` (0-based) of the current row as bytes (blob or text;
     /// empty for NULL).
-    pub fn column_bytes(&self, i: c_int) -> &[u8] {
+    pub(crate) fn column_bytes(&self, i: c_int) -> &[u8] {
         // SAFETY: called after a step that returned a row; SQLite keeps the
         // value valid until the next step, reset or finalize, which all
         // take `&mut self` and so end this borrow first.
@@ -133,19 +133,19 @@ impl Pending<'_> {
     }
 
     /// Column `i` (0-based) of the current row as an integer.
-    pub fn column_int(&self, i: c_int) -> i64 {
+    pub(crate) fn column_int(&self, i: c_int) -> i64 {
         // SAFETY: as in column_bytes.
         unsafe { ffi::sqlite3_column_int64(self.stmt, i) }
     }
 
     /// Whether column `i` of the current row is a blob.
-    pub fn column_is_blob(&self, i: c_int) -> bool {
+    pub(crate) fn column_is_blob(&self, i: c_int) -> bool {
         // SAFETY: as in column_bytes.
         unsafe { ffi::sqlite3_column_type(self.stmt, i) == ffi::SQLITE_BLOB }
     }
 
     /// Whether column `i` of the current row is an integer.
-    pub fn column_is_int(&self, i: c_int) -> bool {
+    pub(crate) fn column_is_int(&self, i: c_int) -> bool {
         // SAFETY: as in column_bytes.
         unsafe { ffi::sqlite3_column_type(self.stmt, i) == ffi::SQLITE_INTEGER }
     }

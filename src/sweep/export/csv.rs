@@ -30,12 +30,12 @@ impl Exporter for Csv {
 }
 
 /// The CSV header.
-pub const CSV_HEADER: &str = "n_k,buffer_size,events_total,open,read,seek,close,stat,bytes_read,logical_reads,wall_median_s,wall_min_s,wall_max_s,wall_mean_s,wall_stddev_s,user_median_s,sys_median_s,mean_read_ns,seed_events,seed_time_s,gnupg_tool,gnupg_events,gnupg_time_s";
+pub(crate) const CSV_HEADER: &str = "n_k,buffer_size,events_total,open,read,seek,close,stat,bytes_read,logical_reads,wall_median_s,wall_min_s,wall_max_s,wall_mean_s,wall_stddev_s,user_median_s,sys_median_s,mean_read_ns,seed_events,seed_time_s,gnupg_tool,gnupg_events,gnupg_time_s";
 
 /// The columns `sweep --program` adds after [`CSV_HEADER`]'s: the
 /// program's numbers (those before are kbxscope's, the model's) and the
 /// ratio of its events to the model's; empty where it did not run, with why.
-pub const CSV_PROGRAM_COLUMNS: &str =
+pub(crate) const CSV_PROGRAM_COLUMNS: &str =
     "program_tool,program_events,program_wall_median_s,program_wall_mean_s,program_wall_stddev_s,program_user_median_s,program_sys_median_s,program_over_model,program_not_run";
 
 /// `a,b` for a present pair, `,` for an absent one.

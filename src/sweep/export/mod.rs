@@ -9,8 +9,6 @@ mod csv;
 mod json;
 mod markdown;
 
-pub use csv::{CSV_HEADER, CSV_PROGRAM_COLUMNS};
-
 use super::Sweep;
 
 /// One export format's renderer.
@@ -58,7 +56,7 @@ impl Format {
 
 #[cfg(test)]
 mod tests {
-    use super::csv::csv;
+    use super::csv::{csv, CSV_HEADER, CSV_PROGRAM_COLUMNS};
     use super::json::json;
     use super::markdown::markdown;
     use super::*;
