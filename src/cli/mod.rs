@@ -8,7 +8,7 @@
 //! imports another. The machinery they share: `store` (the store named,
 //! or the built-in keybox), `report` (problems said on stderr), `output`
 //! (files written through a temporary file), `preloaded` (a program run
-//! under the interposer), `telemetry`, `trace`, `progress`, `render`.
+//! under the interposer), `exporter` (the metrics served, written, pushed), `trace`, `progress`, `render`.
 
 pub mod args;
 mod gnupg;
@@ -27,7 +27,7 @@ pub mod resolve;
 mod sigs;
 mod store;
 pub mod sweep;
-pub mod telemetry;
+pub mod exporter;
 mod tools;
 pub mod trace;
 
@@ -54,7 +54,7 @@ pub fn run(o: Options) -> Result<ExitCode> {
     let metrics = t.listen.is_some() || t.out.is_some() || t.push.is_some();
     let shows_time = o.summary.is_some() || metrics || o.trace.is_some();
     kbxscope::io::time_events(shows_time || sweep || record);
-    let telemetry = telemetry::Telemetry::install(o.telemetry.clone())?;
+    let telemetry = exporter::Telemetry::install(o.telemetry.clone())?;
     let trace = match &o.trace {
         Some(t) => Some(trace::install(&t.path, name, t.level, t.max_events)?),
         None => None,

@@ -15,7 +15,7 @@ use super::args::{
     Cli, Command, ConvertArgs, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, RecordArgs, SummaryFormat, SweepArgs,
 };
 use super::parse::keybox_path;
-use super::telemetry::TelemetryOptions;
+use super::exporter::TelemetryOptions;
 use super::trace::TraceLevel;
 use kbxscope::io::BufferSize;
 use kbxscope::kbx::search::Pattern;

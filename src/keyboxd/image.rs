@@ -59,7 +59,7 @@ impl RowMap {
 
 /// The database as a keybox image.
 #[derive(Debug, Clone)]
-pub(crate) struct Image {
+pub(crate) struct KeyboxImage {
     /// The blobs, one per row taken, in `ubid` order (no header blob).
     pub bytes: Vec<u8>,
     /// The rows behind the blobs.
@@ -80,13 +80,13 @@ pub(crate) fn blob_of(row: &PubkeyRow) -> Result<Vec<u8>, RowFault> {
     Ok(encode_key_blob(&spec))
 }
 
-impl Image {
+impl KeyboxImage {
     /// Read every row of `filter` from `db`, in `ubid` order.
     ///
     /// # Errors
     /// SQLite's error; rows that cannot be taken are in the [`RowMap`]'s problems.
-    pub(crate) fn read(db: &Database, filter: Filter) -> Result<Image, KeyboxdError> {
-        let mut image = Image { bytes: Vec::new(), map: RowMap::default() };
+    pub(crate) fn read(db: &Database, filter: Filter) -> Result<KeyboxImage, KeyboxdError> {
+        let mut image = KeyboxImage { bytes: Vec::new(), map: RowMap::default() };
         let mut index = 0u64;
         db.query(&filter.sql(), [], |row| {
             let taken = PubkeyRow::read(row, index).and_then(|r| match blob_of(&r) {

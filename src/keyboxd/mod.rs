@@ -12,11 +12,11 @@
 //!
 //! * [`open`] opens a database and checks that it is keyboxd's;
 //! * `PubkeyRow` is one row of `pubkey`, read with every length capped;
-//! * `Image` is the database as the keybox GnuPG would have written for
+//! * `KeyboxImage` is the database as the keybox GnuPG would have written for
 //!   the same keys: each row, in `ubid` order (keyboxd's listing order),
 //!   becomes the blob GnuPG's keybox writer makes for its keyblob
 //!   ([`crate::kbx::create`]), so every workload runs on a database as on
-//!   a keybox, over readers in memory (`Image::opener`).
+//!   a keybox, over readers in memory (`KeyboxImage::opener`).
 //! * `server` replays keyboxd itself (the SQL it runs for each request
 //!   gpg and gpgsm send) for the `gnupg` lookup strategy on a database,
 //!   and `Listing` is a client's `SEARCH`/`NEXT` listing read as blobs.
@@ -30,7 +30,7 @@ mod schema;
 pub(crate) mod server;
 pub mod write;
 
-pub(crate) use image::{Filter, Image};
+pub(crate) use image::{Filter, KeyboxImage};
 
 pub use image::RowMap;
 pub(crate) use listing::ListingOpener;

@@ -38,7 +38,7 @@ use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 /// Why no database could be made.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the database: {0}")]
-pub struct WriteError(#[from] rusqlite::Error);
+pub struct BuildError(#[from] rusqlite::Error);
 
 /// A database made from a keybox.
 #[derive(Debug, Clone)]
@@ -88,7 +88,7 @@ enum Added {
 }
 
 impl Builder {
-    fn new(created: &str) -> Result<Self, WriteError> {
+    fn new(created: &str) -> Result<Self, BuildError> {
         let conn = Connection::open_in_memory()?;
         for sql in STARTUP.iter().filter(|s| s.starts_with("CREATE")) {
             conn.execute(sql, [])?;
@@ -99,7 +99,7 @@ impl Builder {
     }
 
     /// Store one key blob; `Ok(false)` when its `ubid` is stored already.
-    fn add(&self, blob: &KeyBlob<'_>) -> Result<Added, WriteError> {
+    fn add(&self, blob: &KeyBlob<'_>) -> Result<Added, BuildError> {
         let data = blob.data();
         let (kind, keys, uids, issuer): (i64, Vec<KeyRow>, Vec<UidRow>, _) = match blob.blob_type {
             BlobType::OpenPgp => {
@@ -180,7 +180,7 @@ impl Builder {
 /// # Errors
 /// SQLite's error while building it (keys that cannot be stored are
 /// listed in [`Written::skipped`]).
-pub fn database(keybox: &[u8], created: &str) -> Result<Written, WriteError> {
+pub fn database(keybox: &[u8], created: &str) -> Result<Written, BuildError> {
     let b = Builder::new(created)?;
     let mut out = Written { bytes: Vec::new(), openpgp: 0, x509: 0, skipped: Vec::new() };
     b.conn.execute_batch("BEGIN")?;

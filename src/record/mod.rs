@@ -235,8 +235,8 @@ impl Recorded {
     }
 
     /// What `Recorded::to_json` serializes, in order.
-    pub fn summary(&self) -> Summary<'_> {
-        Summary {
+    pub fn summary(&self) -> JsonSummary<'_> {
+        JsonSummary {
             total: self.total(),
             processes: self
                 .processes
@@ -260,7 +260,7 @@ impl Recorded {
 
 /// The `--io-summary=json` form of a recording.
 #[derive(Debug, Serialize)]
-pub struct Summary<'a> {
+pub struct JsonSummary<'a> {
     #[serde(flatten)]
     total: IoStats,
     processes: Vec<ProcessSummary<'a>>,

@@ -12,7 +12,7 @@ use super::places::Ran;
 use super::scan::{Item, ScanError, Scanner};
 use crate::io::BufferedReader;
 use crate::kbx::search::Pattern;
-use crate::keyboxd::{Filter, Image};
+use crate::keyboxd::{Filter, KeyboxImage};
 use crate::store::{Store, StoreError};
 
 /// Search `store` for keys matching any of `patterns` (a database's rows
@@ -29,7 +29,7 @@ pub fn run(
     match store {
         Store::Keybox { opener, .. } => Ok(Ran::keybox(pass(&mut *opener.open()?, patterns, all, emit))),
         Store::Keyboxd { db, .. } => {
-            let image = Image::read(db, Filter::All)?;
+            let image = KeyboxImage::read(db, Filter::All)?;
             let outcome = pass(&mut *image.opener().open()?, patterns, all, emit);
             Ok(Ran::rows(outcome, image.map))
         }

@@ -1,7 +1,7 @@
 //! `stats` and `dump` of a keyboxd database: what its tables hold, in the
 //! spirit of `kbxutil --stats` and `kbxutil` (GnuPG has no such tool for
 //! the database). Every other workload reads a database as a keybox
-//! (`crate::keyboxd::Image`).
+//! (`crate::keyboxd::KeyboxImage`).
 
 use std::fmt::Write as _;
 use std::ops::ControlFlow;

@@ -8,7 +8,7 @@ use super::places::Ran;
 use super::scan::{ContentError, Item, ScanError, Scanner};
 use crate::io::BufferedReader;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
-use crate::keyboxd::{Filter, Image};
+use crate::keyboxd::{Filter, KeyboxImage};
 use crate::openpgp::{self, OpenPgpKey};
 use crate::store::{Store, StoreError};
 use crate::x509::{self, X509Cert};
@@ -121,7 +121,7 @@ pub fn run(store: &Store, filter: TypeFilter, emit: impl FnMut(Listed)) -> Resul
     match store {
         Store::Keybox { opener, .. } => Ok(Ran::keybox(pass(&mut *opener.open()?, filter, emit))),
         Store::Keyboxd { db, .. } => {
-            let image = Image::read(db, Filter::All)?;
+            let image = KeyboxImage::read(db, Filter::All)?;
             let outcome = pass(&mut *image.opener().open()?, filter, emit);
             Ok(Ran::rows(outcome, image.map))
         }

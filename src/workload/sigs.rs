@@ -20,7 +20,7 @@ use crate::io::{OpenError, Opener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::keyboxd::server::{Client, Server};
-use crate::keyboxd::{Filter, Image, KeyboxdError, ListingOpener, RowMap};
+use crate::keyboxd::{Filter, KeyboxImage, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::openpgp::lookup as signers;
 use crate::openpgp::{self, check_keyblock, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
@@ -98,7 +98,7 @@ fn on_database(
     mut emit: impl FnMut(KeySigs),
 ) -> Result<(SigsOutcome, RowMap), KeyboxdError> {
     if lookup != Strategy::Gnupg {
-        let image = Image::read(db, Filter::OpenPgp)?;
+        let image = KeyboxImage::read(db, Filter::OpenPgp)?;
         let outcome = on_keybox(&image.opener(), mode, lookup, at, emit)?;
         return Ok((outcome, image.map));
     }

@@ -18,7 +18,7 @@ use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::keyboxd::server::{Client, Server};
-use crate::keyboxd::{Filter, Image, KeyboxdError, ListingOpener, RowMap};
+use crate::keyboxd::{Filter, KeyboxImage, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::store::{Store, StoreError};
 use crate::x509::lookup as issuers;
@@ -111,7 +111,7 @@ fn on_database(
     mut emit: impl FnMut(Listed),
 ) -> Result<(ListOutcome, RowMap), KeyboxdError> {
     if lookup != Strategy::Gnupg {
-        let image = Image::read(db, Filter::X509)?;
+        let image = KeyboxImage::read(db, Filter::X509)?;
         let outcome = on_keybox(&image.opener(), lookup, trust, at, emit)?;
         return Ok((outcome, image.map));
     }
