@@ -15,7 +15,7 @@
 //!   element.
 
 use super::certinfo::Cert;
-use super::lookup::{subject_keyid, IssuerLookup};
+use super::lookup::{subject_keyid, IssuerLookup, SubjectSearches};
 use super::memo::Memo;
 use crate::kbx::{parse_blob, Blob};
 use crate::keyboxd::server::{Found, Search, Server, Session};
@@ -78,26 +78,19 @@ impl<'s, 'db> Keyboxd<'s, 'db> {
     }
 }
 
+impl SubjectSearches for Keyboxd<'_, '_> {
+    fn all_with_subject(&mut self, subject: &[u8], ephemeral: bool) -> Result<Vec<Cert>, LookupError> {
+        self.all(&Search::Subject(subject.to_vec()), ephemeral)
+    }
+
+    fn again_by_fpr(&mut self, chosen: &Cert) -> Result<Option<Cert>, LookupError> {
+        self.first_in(&[false, true], &Search::Fpr(chosen.fpr.to_vec()))
+    }
+}
+
 impl IssuerLookup for Keyboxd<'_, '_> {
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError> {
         self.first_in(&[false, true], &Search::IssuerSn { dn: issuer.to_vec(), serial: serial.to_vec() })
-    }
-
-    fn by_subject_keyid(
-        &mut self,
-        memo: &mut Memo,
-        subject: &[u8],
-        keyid: &[u8],
-        at: i64,
-    ) -> Result<Option<Cert>, LookupError> {
-        subject_keyid(
-            self,
-            memo,
-            keyid,
-            at,
-            |s, ephemeral| s.all(&Search::Subject(subject.to_vec()), ephemeral),
-            |s, chosen| s.first_in(&[false, true], &Search::Fpr(chosen.fpr.to_vec())),
-        )
     }
 
     fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError> {
@@ -115,5 +108,15 @@ impl IssuerLookup for Keyboxd<'_, '_> {
             self.server.search(self.session, &Search::Fpr(c.fpr.to_vec())).map_err(Self::error)?;
         }
         Ok(())
+    }
+
+    fn by_subject_keyid(
+        &mut self,
+        memo: &mut Memo,
+        subject: &[u8],
+        keyid: &[u8],
+        at: i64,
+    ) -> Result<Option<Cert>, LookupError> {
+        subject_keyid(self, memo, subject, keyid, at)
     }
 }

@@ -145,25 +145,40 @@ fn best(memo: &mut Memo, candidates: Vec<Cert>, at: i64) -> Option<(Cert, bool)>
     }
 }
 
-/// gpgsm's lookup by subject and key id, over a strategy's two searches:
-/// `all` every certificate of the subject (normal mode, then ephemeral
-/// mode), of which the best with the key id is taken; gpgsm keeps its
-/// search at the newest candidate and searches again (`by_fpr`) only to
-/// replace an expired newest one with a valid older one.
-pub(super) fn subject_keyid<L>(
-    lookup: &mut L,
+/// The two searches gpgsm's lookup by subject and key id makes, as a
+/// strategy makes them.
+pub(super) trait SubjectSearches {
+    /// Every certificate with this subject, in ephemeral mode or not.
+    ///
+    /// # Errors
+    /// The search failed.
+    fn all_with_subject(&mut self, subject: &[u8], ephemeral: bool) -> Result<Vec<Cert>, LookupError>;
+
+    /// The certificate `chosen` searched again by its fingerprint.
+    ///
+    /// # Errors
+    /// The search failed.
+    fn again_by_fpr(&mut self, chosen: &Cert) -> Result<Option<Cert>, LookupError>;
+}
+
+/// gpgsm's lookup by subject and key id: every certificate of the subject
+/// (normal mode, then ephemeral mode), of which the best with the key id
+/// is taken; gpgsm keeps its search at the newest candidate and searches
+/// again (by fingerprint) only to replace an expired newest one with a
+/// valid older one.
+pub(super) fn subject_keyid(
+    lookup: &mut impl SubjectSearches,
     memo: &mut Memo,
+    subject: &[u8],
     keyid: &[u8],
     at: i64,
-    mut all: impl FnMut(&mut L, bool) -> Result<Vec<Cert>, LookupError>,
-    mut by_fpr: impl FnMut(&mut L, &Cert) -> Result<Option<Cert>, LookupError>,
 ) -> Result<Option<Cert>, LookupError> {
     for ephemeral in [false, true] {
-        let mut candidates = all(lookup, ephemeral)?;
+        let mut candidates = lookup.all_with_subject(subject, ephemeral)?;
         candidates.retain(|c| ski_matches(memo, c, keyid));
         match best(memo, candidates, at) {
             Some((chosen, false)) => return Ok(Some(chosen)),
-            Some((chosen, true)) => return by_fpr(lookup, &chosen),
+            Some((chosen, true)) => return lookup.again_by_fpr(&chosen),
             None => {}
         }
     }
@@ -247,6 +262,28 @@ impl<O: Opener> Gnupg<O> {
     }
 }
 
+impl<O: Opener> SubjectSearches for Gnupg<O> {
+    fn all_with_subject(&mut self, subject: &[u8], ephemeral: bool) -> Result<Vec<Cert>, LookupError> {
+        // gpgsm loops over every certificate with this subject until EOF
+        let mut candidates = Vec::new();
+        let mut image = std::mem::take(&mut self.image);
+        let r = self.rewound()?;
+        let res = scan_x509(r, &mut image, ephemeral, None, |b, off| {
+            if is_subject(b, subject) {
+                candidates.extend(Cert::from_blob(b, off));
+            }
+            Step::Next
+        });
+        self.image = image;
+        res?;
+        Ok(candidates)
+    }
+
+    fn again_by_fpr(&mut self, chosen: &Cert) -> Result<Option<Cert>, LookupError> {
+        self.first_in(&[false, true], Some(&chosen.fpr), |b| b.key(0).fingerprint == chosen.fpr)
+    }
+}
+
 impl<O: Opener> IssuerLookup for Gnupg<O> {
     fn begin_cert(&mut self) {
         self.handle.close();
@@ -267,28 +304,7 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
         keyid: &[u8],
         at: i64,
     ) -> Result<Option<Cert>, LookupError> {
-        subject_keyid(
-            self,
-            memo,
-            keyid,
-            at,
-            |s, ephemeral| {
-                // gpgsm loops over every certificate with this subject until EOF
-                let mut candidates = Vec::new();
-                let mut image = std::mem::take(&mut s.image);
-                let r = s.rewound()?;
-                let res = scan_x509(r, &mut image, ephemeral, None, |b, off| {
-                    if is_subject(b, subject) {
-                        candidates.extend(Cert::from_blob(b, off));
-                    }
-                    Step::Next
-                });
-                s.image = image;
-                res?;
-                Ok(candidates)
-            },
-            |s, chosen| s.first_in(&[false, true], Some(&chosen.fpr), |b| b.key(0).fingerprint == chosen.fpr),
-        )
+        subject_keyid(self, memo, subject, keyid, at)
     }
 
     fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError> {
