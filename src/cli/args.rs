@@ -11,11 +11,14 @@ use super::parse::{
 use kbxscope::io::BufferSize;
 use kbxscope::sweep::export::Format;
 
+/// Where the guide is, under the top-level `--help`.
+const GUIDE: &str = "The guide, one page per topic: docs/README.md in kbxscope's source.";
+
 /// Read GnuPG keybox files (pubring.kbx, where gpg and gpgsm keep public
 /// keys and certificates) and show what reading them costs: every system call
 /// made on the keybox (a "file event") is counted and timed.
 #[derive(Debug, Parser)]
-#[command(name = "kbxscope", version, max_term_width = 100)]
+#[command(name = "kbxscope", version, max_term_width = 100, after_help = GUIDE)]
 pub struct Cli {
     /// Read buffer for keybox files. A bare number is KiB as in GnuPG
     /// (0 = the 8 KiB stream default, others round up to a multiple of
@@ -141,6 +144,7 @@ pub enum Command {
     Dump(FileArg),
     /// List the keys and certificates, like `gpg -k` and `gpgsm -k`; with
     /// --with-validation, check each certificate's chain as gpgsm does.
+    #[command(after_help = "More: docs/commands.md, docs/validation.md and docs/signatures.md in kbxscope's source.")]
     List(ListArgs),
     /// Find keys by fingerprint, key id, mail address or name, searching the
     /// way GnuPG does: from the start, stopping at the first match.
@@ -157,6 +161,7 @@ pub enum Command {
     /// Without FILE it runs `list --with-validation` on the built-in keybox at
     /// the sizes GnuPG's developers measured (the "seed": their procmon counts
     /// when they tuned --kbx-buffer-size), and shows their numbers beside ours.
+    #[command(after_help = "More: docs/sweep.md in kbxscope's source.")]
     Sweep(SweepArgs),
     /// Run PROGRAM with kbxscope's interposer preloaded and measure every
     /// call it and its descendants make on the watched files (the keybox and
@@ -169,6 +174,7 @@ pub enum Command {
     /// --wait-daemons waits for them. A daemon already running before
     /// record started, and statically linked programs, cannot be recorded:
     /// record says so.
+    #[command(after_help = "More: docs/record.md in kbxscope's source.")]
     Record(RecordArgs),
 }
 

@@ -11,6 +11,7 @@
 //! under the interposer), `exporter` (the metrics served, written, pushed), `trace`, `progress`, `render`.
 
 pub mod args;
+pub mod exporter;
 mod gnupg;
 mod interrupt;
 mod keybox;
@@ -27,7 +28,6 @@ pub mod resolve;
 mod sigs;
 mod store;
 pub mod sweep;
-pub mod exporter;
 mod tools;
 pub mod trace;
 

@@ -14,8 +14,8 @@ use clap::CommandFactory;
 use super::args::{
     Cli, Command, ConvertArgs, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, RecordArgs, SummaryFormat, SweepArgs,
 };
-use super::parse::keybox_path;
 use super::exporter::TelemetryOptions;
+use super::parse::keybox_path;
 use super::trace::TraceLevel;
 use kbxscope::io::BufferSize;
 use kbxscope::kbx::search::Pattern;
