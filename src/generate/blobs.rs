@@ -2,9 +2,9 @@
 
 use sha1::{Digest, Sha1};
 
+use super::error::GenError;
 use super::openpgp::BuiltKey;
 use super::x509::IssuedCert;
-use super::GenError;
 use crate::kbx::encode::{encode_key_blob, KeyBlobSpec, UidSource};
 use crate::kbx::BlobType;
 

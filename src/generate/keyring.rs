@@ -6,8 +6,10 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
+use super::constants::{NEWEST, OLDEST_KEY, OUTSIDE_SHARE, PHOTO_OVERHEAD, PHOTO_SHARE, SIGNER_POOL};
+use super::error::{GenError, Progress};
+use super::names;
 use super::openpgp::{make_key, BuiltKey, KeySpec};
-use super::{names, GenError, Progress, NEWEST, OLDEST_KEY, OUTSIDE_SHARE, PHOTO_OVERHEAD, PHOTO_SHARE, SIGNER_POOL};
 
 /// Numbers of certifications made.
 #[derive(Debug, Clone, Copy, Default)]

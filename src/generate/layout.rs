@@ -5,8 +5,8 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
+use super::constants::FIRST_IMPORT;
 use super::pki::{PkiPlan, Role};
-use super::FIRST_IMPORT;
 
 /// One entry of the file, in import order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

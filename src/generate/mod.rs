@@ -38,6 +38,8 @@
 mod blobs;
 pub mod cache;
 mod config;
+mod constants;
+mod error;
 mod keyring;
 mod layout;
 
@@ -55,33 +57,14 @@ use crate::kbx::encode::{encode_header, HeaderSpec};
 pub use blobs::cert_blob;
 use blobs::key_blob;
 pub use config::{GenConfig, Pki, Preset};
+pub use constants::{FIRST_IMPORT, GENERATOR_VERSION};
+pub use error::{GenError, Progress};
 use keyring::{add_photos, make_keys};
 use layout::{lay_out, Entry};
 use pki::PkiPlan;
 pub use summary::Summary;
 use summary::{summarize, trustlist};
 use x509::IssuedCert;
-
-/// Bumped whenever the same options would give different bytes; part of
-/// the cached default keybox's file name.
-pub const GENERATOR_VERSION: u32 = 2;
-
-/// 2019-01-01T00:00:00Z: the first import into a generated keybox.
-pub const FIRST_IMPORT: u32 = 1_546_300_800;
-/// 2012-01-01T00:00:00Z: the oldest OpenPGP key.
-const OLDEST_KEY: u32 = 1_325_376_000;
-/// 2025-06-01T00:00:00Z: the newest OpenPGP key and certification.
-const NEWEST: u32 = 1_748_736_000;
-/// Keys whose primaries certify other keys (the first ones generated), and
-/// as many keys from outside the keybox.
-pub(crate) const SIGNER_POOL: usize = 600;
-/// Share of third-party certifications made by a key that is not in the
-/// keybox (its signature verifies against the key gen made and threw away).
-pub(crate) const OUTSIDE_SHARE: f64 = 0.3;
-/// Share of OpenPGP keys with a photo id.
-const PHOTO_SHARE: f64 = 0.4;
-/// Bytes a photo adds besides its JPEG (packet headers, self-signature, trust packets).
-const PHOTO_OVERHEAD: u64 = 200;
 
 /// A generated keybox.
 #[derive(Debug, Clone)]
@@ -93,20 +76,6 @@ pub struct Generated {
     /// What is in it.
     pub summary: Summary,
 }
-
-/// Errors while generating.
-#[derive(Debug, thiserror::Error)]
-pub enum GenError {
-    /// A certificate could not be made.
-    #[error(transparent)]
-    Cert(#[from] x509::CertError),
-    /// An OpenPGP key could not be made.
-    #[error("cannot make an OpenPGP key: {0}")]
-    OpenPgp(#[from] openpgp::KeyError),
-}
-
-/// Progress: a step name, units done and units in the step.
-pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
 
 /// Generate a keybox.
 ///

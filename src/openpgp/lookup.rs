@@ -71,61 +71,19 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::keyblock::Keyblock;
 use crate::io::{read_blob, BufferedReader, Next, Opener, ReadBlobError, Take};
 use crate::kbx::blob::{head_is_ephemeral, key_table_fingerprints};
-use crate::kbx::search::{derived_key_id, fingerprint_key_id};
-use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
+use crate::kbx::search::fingerprint_key_id;
+use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
 use cache::{PkCache, UidCache};
 pub(crate) use keyboxd::KeyboxdSearches;
+pub use signer::Signer;
 
 mod cache;
 mod keyboxd;
-
-/// A keyblock a lookup found.
-#[derive(Debug)]
-pub struct Signer {
-    /// The decoded keyblock.
-    pub keyblock: Keyblock,
-    /// The user id gpg prints for it.
-    pub primary_uid: Vec<u8>,
-    /// Key ids of all its keys (from the blob's key table).
-    pub key_ids: Vec<[u8; 8]>,
-    /// Fingerprints of all its keys.
-    pub fingerprints: Vec<Vec<u8>>,
-}
-
-impl Signer {
-    /// Decode a signer from its blob.
-    pub(crate) fn from_blob(blob: &KeyBlob<'_>) -> Self {
-        let (key_ids, fingerprints) = key_table(blob);
-        Self::new(Keyblock::parse(blob.data()), key_ids, fingerprints)
-    }
-
-    /// [`Self::from_blob`] of the blob `image` holds, keeping `image`
-    /// instead of copying the keyblock out of it
-    /// (the keyblock's `held_bytes` gives it back); `None` if it holds no key
-    /// blob.
-    pub(crate) fn from_image(image: Vec<u8>) -> Option<Self> {
-        let Ok(Blob::Key(blob)) = parse_blob(&image) else { return None };
-        let (key_ids, fingerprints) = key_table(&blob);
-        let start = blob.data().as_ptr() as usize - image.as_ptr() as usize;
-        let within = start..start + blob.data().len();
-        Some(Self::new(Keyblock::parse_in(image, within), key_ids, fingerprints))
-    }
-
-    fn new(keyblock: Keyblock, key_ids: Vec<[u8; 8]>, fingerprints: Vec<Vec<u8>>) -> Self {
-        Self { primary_uid: keyblock.primary_uid(), keyblock, key_ids, fingerprints }
-    }
-}
-
-/// The key ids and fingerprints of a blob's key table.
-fn key_table(blob: &KeyBlob<'_>) -> (Vec<[u8; 8]>, Vec<Vec<u8>>) {
-    let ids = blob.keys().map(|k| crate::kbx::keypacket::key_id_of(derived_key_id(&k))).collect();
-    (ids, blob.keys().map(|k| k.fingerprint.to_vec()).collect())
-}
+mod signer;
 
 /// What a lookup answers: the signer, or `None` when none is found.
 pub(crate) type Found = Result<Option<Arc<Signer>>, LookupError>;

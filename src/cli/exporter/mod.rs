@@ -13,6 +13,7 @@
 
 mod push;
 mod serve;
+mod sources;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -20,13 +21,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 use super::output::write_file;
 use super::parse::PushUrl;
 use kbxscope::telemetry::{self, IoMetrics, COMMAND_BUCKETS, COMMAND_DURATION};
 use push::push;
 use serve::serve;
+use sources::Sources;
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -39,23 +41,6 @@ pub struct TelemetryOptions {
     pub out: Option<PathBuf>,
     /// Push the exposition to this Pushgateway at exit.
     pub push: Option<PushUrl>,
-}
-
-/// Both sources of the exposition.
-#[derive(Clone)]
-pub(super) struct Sources {
-    exporter: PrometheusHandle,
-    io: Arc<IoMetrics>,
-}
-
-impl Sources {
-    pub(super) fn render(&self) -> String {
-        let mut text = self.exporter.render();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text + &self.io.render()
-    }
 }
 
 /// The installed metrics, if any.
@@ -83,9 +68,9 @@ impl Telemetry {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(COMMAND_DURATION.into()), &COMMAND_BUCKETS)?
             .build_recorder();
-        let sources = Sources { exporter: recorder.handle(), io: Arc::new(IoMetrics::default()) };
+        let sources = Sources::new(recorder.handle(), Arc::new(IoMetrics::default()));
         metrics::set_global_recorder(recorder)?;
-        if kbxscope::events::set_observer(sources.io.clone()).is_err() {
+        if kbxscope::events::set_observer(sources.io()).is_err() {
             anyhow::bail!("metrics were already installed");
         }
         telemetry::describe();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::Sources;
+use super::sources::Sources;
 
 /// The content type of the Prometheus text format.
 pub(super) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::Signer;
+use super::signer::Signer;
 
 /// gpg's `PK_UID_CACHE_SIZE` (configure's default key cache size).
 pub(super) const CACHE_SIZE: usize = 4096;

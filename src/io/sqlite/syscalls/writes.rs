@@ -7,7 +7,8 @@ use std::ffi::{c_char, c_int, c_void};
 
 use libc::{mode_t, off_t, size_t, ssize_t};
 
-use super::{armed, originals, path_name, set_errno, Target, SINK};
+use super::originals::originals;
+use super::sink::{armed, path_name, set_errno, Target, SINK};
 
 /// Refuse a call that would write: nothing reaches the kernel, errno is
 /// `EACCES`, and the sink remembers the first such call.
