@@ -19,6 +19,7 @@ mod gpg_live;
 mod keyboxd;
 mod one_line_errors;
 mod openpgp_wild;
+mod real_keyrings;
 mod record;
 mod rules;
 mod strace;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         keyboxd::TESTS,
         one_line_errors::TESTS,
         openpgp_wild::TESTS,
+        real_keyrings::TESTS,
         record::TESTS,
         rules::TESTS,
         strace::TESTS,

@@ -20,7 +20,9 @@ use serde::Serialize;
 
 use super::keyblock::{Component, DecodedKey, Group, Keyblock};
 use super::packets::{walk, RawKeyblock, WalkError};
+use super::primary::{primary_user, to_front};
 use crate::kbx::dump::hex_upper;
+use crate::kbx::keypacket::key_id_of;
 use crate::timefmt::rfc3339;
 
 /// One OpenPGP key as listed.
@@ -77,7 +79,22 @@ pub struct KeyblockError(#[from] pub WalkError);
 /// public key.
 pub fn describe(image: &[u8]) -> Result<OpenPgpKey, KeyblockError> {
     let raw = walk(image).map_err(KeyblockError)?;
-    Ok(with_packet_facts(decode(image), raw))
+    Ok(match decode(image) {
+        Some(key) => with_packet_facts(Some(key), raw),
+        None => primary_first(from_packets(raw), &Keyblock::parse(image)),
+    })
+}
+
+/// A listing from the packet walk with the primary user id moved to the
+/// front, as gpg lists it (the keyblock decoded packet by packet tells
+/// which one it is).
+fn primary_first(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
+    if let Some(Component::Uid(u)) = kb.primary_uid_group().map(|i| &kb.groups[i].component) {
+        let id = String::from_utf8_lossy(u.id());
+        let at = key.user_ids.iter().position(|x| *x == id);
+        to_front(&mut key.user_ids, at);
+    }
+    key
 }
 
 /// The same listing as [`describe`] for a keyblock image already decoded
@@ -93,7 +110,10 @@ pub(crate) fn describe_keyblock(image: &[u8], kb: &Keyblock) -> Result<OpenPgpKe
         Some(c) => Some(c.listing()),
         None => decode(image),
     };
-    Ok(with_packet_facts(key, raw))
+    Ok(match key {
+        Some(key) => with_packet_facts(Some(key), raw),
+        None => primary_first(from_packets(raw), kb),
+    })
 }
 
 /// The crate's listing with gpg's algorithm names from the packet walk,
@@ -145,6 +165,8 @@ struct Composed<'a> {
     primary: (&'a PublicKey, Option<&'a DecodedKey>),
     direct: Vec<&'a Signature>,
     users: Vec<(&'a [u8], Vec<&'a Signature>)>,
+    /// Which of `users` gpg takes as primary (listed first).
+    primary_user: Option<usize>,
     user_attributes: usize,
     subkeys: Vec<(&'a PublicSubkey, Option<&'a DecodedKey>, Vec<&'a Signature>)>,
 }
@@ -156,6 +178,10 @@ impl<'a> Composed<'a> {
             primary: (&key.primary_key, None),
             direct: key.details.direct_signatures.iter().collect(),
             users: key.details.users.iter().map(|u| (u.id.id(), u.signatures.iter().collect())).collect(),
+            primary_user: primary_user(
+                key_id_of(key.primary_key.legacy_key_id().as_ref()),
+                key.details.users.iter().map(|u| (u.id.id(), u.signatures.iter())),
+            ),
             user_attributes: key.details.user_attributes.len(),
             subkeys: key.public_subkeys.iter().map(|s| (&s.key, None, s.signatures.iter().collect())).collect(),
         }
@@ -180,15 +206,20 @@ impl<'a> Composed<'a> {
             primary: (kb.primary.as_deref()?, kb.decoded_key(None)),
             direct: Vec::new(),
             users: Vec::new(),
+            primary_user: None,
             user_attributes: 0,
             subkeys: Vec::new(),
         };
+        let primary_group = kb.primary_uid_group();
         for (i, g) in kb.groups.iter().enumerate() {
             match &g.component {
                 Component::Key => c.direct = sigs(g, |s| s.typ() != Some(SignatureType::KeyRevocation)),
                 Component::Uid(u) => {
                     let certifications = sigs(g, certification);
                     if !certifications.is_empty() {
+                        if primary_group == Some(i) {
+                            c.primary_user = Some(c.users.len());
+                        }
                         c.users.push((u.id(), certifications));
                     }
                 }
@@ -210,6 +241,9 @@ impl<'a> Composed<'a> {
         let (primary, made) = self.primary;
         let (fingerprint, key_id) = ids(primary, made);
         let self_sigs = self.users.iter().flat_map(|(_, sigs)| sigs.iter().copied()).chain(self.direct.iter().copied());
+        let mut user_ids: Vec<String> =
+            self.users.iter().map(|(id, _)| String::from_utf8_lossy(id).into_owned()).collect();
+        to_front(&mut user_ids, self.primary_user);
         OpenPgpKey {
             fingerprint,
             key_id,
@@ -217,7 +251,7 @@ impl<'a> Composed<'a> {
             created: rfc3339(primary.created_at().as_secs().into()),
             algorithm: algorithm_name(primary.public_params()),
             usage: usage_letters(self_sigs),
-            user_ids: self.users.iter().map(|(id, _)| String::from_utf8_lossy(id).into_owned()).collect(),
+            user_ids,
             user_attributes: self.user_attributes,
             subkeys: self
                 .subkeys

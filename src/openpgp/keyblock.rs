@@ -17,6 +17,7 @@ use pgp::ser::Serialize;
 use pgp::types::{Fingerprint, KeyDetails, KeyVersion};
 
 use super::packet_decode::{crate_decodes_uat, decode_packet};
+use super::primary::primary_user;
 use super::raw::KeyPacket;
 
 /// What a group of signatures is attached to.
@@ -411,70 +412,26 @@ impl Keyblock {
         best.map_or_else(|| b"[User ID not found]".to_vec(), <[u8]>::to_vec)
     }
 
-    /// The group of the user id gpg takes as primary (`merge_selfsigs`),
-    /// which its listings move to the front (`reorder_keyblock`): among
-    /// user ids with a self-signature and not revoked by the key since,
-    /// those whose newest self-signature says "primary", the newest; else
-    /// the one with the newest self-signature. Ties go to the one that
-    /// sorts last (length, then bytes). `None` when no user id qualifies.
+    /// The group of the user id gpg takes as primary, which its listings
+    /// move to the front (see [`primary_user`]). `None` when no user id
+    /// qualifies.
     pub(crate) fn primary_uid_group(&self) -> Option<usize> {
         let own = self.key_id()?;
-        let by_own = |class: &dyn Fn(u8) -> bool, g: &Group| {
-            g.sigs
-                .iter()
-                .filter_map(|p| p.decoded.as_ref().ok())
-                .filter(|s| s.typ().map(u8::from).is_some_and(class) && issuer_key_id(s) == Some(own))
-                .map(|s| (s.created().map_or(0, |t| t.as_secs()), s.is_primary()))
-                .max_by_key(|s| s.0)
-        };
-        // (created, primary flag, uid, group) of each user id before the first subkey.
-        let mut uids: Vec<(u32, bool, &[u8], usize)> = Vec::new();
-        for (i, g) in self.groups.iter().enumerate() {
-            match &g.component {
-                Component::Subkey(_) => break,
-                Component::Uid(u) => {
-                    let Some((created, primary)) = by_own(&|c| matches!(c, 0x10..=0x13), g) else { continue };
-                    let revoked = by_own(&|c| c == 0x30, g).is_some_and(|r| r.0 >= created);
-                    if created != 0 && !revoked {
-                        uids.push((created, primary, u.id(), i));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let sorts_after = |a: &[u8], b: &[u8]| (a.len(), a) > (b.len(), b);
-        let pick = |flagged: bool| {
-            let mut best: Option<(u32, &[u8], usize)> = None;
-            for &(created, primary, id, i) in &uids {
-                if primary != flagged {
-                    continue;
-                }
-                match best {
-                    Some((c, b, _)) if created < c || (created == c && !sorts_after(id, b)) => {}
-                    _ => best = Some((created, id, i)),
-                }
-            }
-            best.map(|b| b.2)
-        };
-        pick(true).or_else(|| pick(false))
+        // The user ids before the first subkey, with their groups' indexes.
+        let uids: Vec<(usize, &[u8])> = self
+            .groups
+            .iter()
+            .enumerate()
+            .take_while(|(_, g)| !matches!(g.component, Component::Subkey(_)))
+            .filter_map(|(i, g)| match &g.component {
+                Component::Uid(u) => Some((i, u.id())),
+                _ => None,
+            })
+            .collect();
+        let sigs = |i: usize| self.groups[i].sigs.iter().filter_map(|p| p.decoded.as_deref().ok());
+        let chosen = primary_user(own, uids.iter().map(|&(i, id)| (id, sigs(i))))?;
+        Some(uids[chosen].0)
     }
-}
-
-/// The signer's key id as gpg reads it: the issuer subpacket, else the
-/// issuer fingerprint's key id (last 8 bytes of a v4 fingerprint, first 8
-/// of a v5/v6 one).
-pub(super) fn issuer_key_id(s: &Signature) -> Option<[u8; 8]> {
-    if let Some(id) = s.issuer_key_id().first() {
-        return Some(key_id_of(id.as_ref()));
-    }
-    let fpr = s.issuer_fingerprint().into_iter().next()?;
-    let b = fpr.as_bytes();
-    Some(if b.len() == 20 { key_id_of(&b[12..]) } else { key_id_of(b) })
-}
-
-/// The signer's fingerprint from the issuer-fingerprint subpacket.
-pub(super) fn issuer_fpr(s: &Signature) -> Option<Vec<u8>> {
-    s.issuer_fingerprint().into_iter().next().map(|f| f.as_bytes().to_vec())
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 //! * [`describe`](describe()): a keyblock's listing fields (`list`), from
 //!   the `pgp` crate where it decodes the key, else from the packets
 //!   (`packets`);
-//! * `keyblock`: a keyblock split into components and signatures, the
-//!   primary user id picked as gpg does (no I/O); `packet_decode`: what the
+//! * `keyblock`: a keyblock split into components and signatures (no
+//!   I/O); `primary`: the primary user id picked as gpg does, which every
+//!   listing puts first; `issuer`: who made a signature; `packet_decode`: what the
 //!   `pgp` crate makes of each packet, from its bytes;
 //! * `raw`: key and signature packets read from their bytes, and the
 //!   digest gpg computes where the `pgp` crate cannot (v5);
@@ -19,10 +20,12 @@
 //! `x509`.
 
 mod describe;
+mod issuer;
 mod keyblock;
 pub(crate) mod lookup;
 mod packet_decode;
 mod packets;
+mod primary;
 mod raw;
 mod sigs;
 mod verify;

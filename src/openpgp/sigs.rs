@@ -9,7 +9,8 @@
 
 use serde::Serialize;
 
-use super::keyblock::{issuer_fpr, issuer_key_id, Component, Group, Keyblock, Part};
+use super::issuer::{issuer_fpr, issuer_key_id};
+use super::keyblock::{Component, Group, Keyblock, Part};
 use super::lookup::{Signer, SignerLookup};
 use super::raw::{self, SigPacket};
 use super::verify::{self, SignerKey, Verdict};
