@@ -1,6 +1,7 @@
 //! `kbxscope record`: the calls another program (and its descendants) made
 //! on the watched files, read from the records the preloaded interposer
-//! (`crates/kbx-preload`, see its `PROTOCOL.md`) left behind.
+//! (`crates/kbx-preload`) left behind, decoded with the record format's
+//! crate (`kbx_record`, `crates/kbx-record`, see its `PROTOCOL.md`).
 //!
 //! Pure functions over bytes: [`preload`] is the interposer embedded at
 //! build time, [`elf`] tells a static binary (which cannot be interposed)
@@ -21,7 +22,7 @@ pub mod stacks;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kbx_preload::protocol::{self, Op, OpStats, Record};
+use kbx_record::{Op, OpStats, Record};
 use serde::Serialize;
 
 use crate::events::{FileEvent, FileOp, FileStats, IoStats, Origin};
@@ -92,7 +93,7 @@ pub struct Recorded {
     /// Lost counters, summed over the records.
     pub lost: Lost,
     /// Per-call events: (index into `processes`, file path, event), by start.
-    pub events: Vec<(usize, String, protocol::Event)>,
+    pub events: Vec<(usize, String, kbx_record::Event)>,
     /// Sampled call stacks, per process image that has them.
     pub stacks: Vec<stacks::ProcessStacks>,
 }
@@ -294,7 +295,7 @@ struct LostSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kbx_preload::protocol::{decode, Encoder};
+    use kbx_record::{decode, Encoder};
 
     #[test]
     fn sums_images_by_pid_and_maps_ops() {
@@ -308,7 +309,7 @@ mod tests {
         b.call(0, Op::Statx, 10, 0, false);
         b.call(0, Op::Fstat, 10, 0, false);
         b.call(0, Op::Mmap, 10, 4096, false);
-        b.event(&protocol::Event {
+        b.event(&kbx_record::Event {
             op: Op::Read,
             slot: 0,
             tid: 11,

@@ -5,9 +5,9 @@ use libc::{c_char, c_int, c_void};
 
 use crate::config;
 use crate::fdtable::FDS;
-use crate::protocol::Op;
 use crate::record::{self, Call};
 use crate::sys::{self, ErrnoGuard};
+use kbx_record::Op;
 
 /// Fetch a real function or fail the call with ENOSYS.
 macro_rules! real_or {

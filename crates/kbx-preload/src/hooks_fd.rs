@@ -6,9 +6,9 @@ use libc::{c_int, c_long, c_uint, c_void, off64_t, off_t, size_t};
 use crate::config;
 use crate::fdtable::FDS;
 use crate::hook::{real_or, track};
-use crate::protocol::Op;
 use crate::record::{self, Call};
 use crate::sys::{self, ErrnoGuard};
+use kbx_record::Op;
 
 fn rec(slot: u16, op: Op, t0: u64, t1: u64, fd: c_int, result: i64, bytes: u64) {
     record::call(Call { slot, op, t0, t1, fd, offset: -1, result, bytes, failed: result == -1 });

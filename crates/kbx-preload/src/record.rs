@@ -6,8 +6,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-use crate::protocol::{self as p, hdr, Op};
 use crate::{config, paths, sys};
+use kbx_record::{self as p, hdr, Op};
 
 const UNINIT: u32 = 0;
 const CREATING: u32 = 1;

@@ -29,10 +29,10 @@ use libc::{c_char, c_int, c_long, c_void, off64_t, off_t, size_t, ssize_t, FILE}
 use crate::config;
 use crate::fdtable::FDS;
 use crate::hook::{real_or, track, watched_slot};
-use crate::protocol::Op;
 use crate::record::{self, Call};
 use crate::stdio_model::{fread_reads, underflow_reads, End};
 use crate::sys::{self, ErrnoGuard};
+use kbx_record::Op;
 
 /// glibc's public `struct _IO_FILE` (bits/types/struct_FILE.h), x86-64.
 #[repr(C)]

@@ -11,7 +11,7 @@
 //! `ready` is stored with release order; weights are atomic adds, also by
 //! threads that find the key claimed but not yet ready.
 
-use super::{hdr, total_size, word, Op};
+use crate::{hdr, total_size, word, Op};
 
 /// Bytes reserved for the `/proc/self/maps` text.
 pub const MAPS_MAX: usize = 64 * 1024;
@@ -100,7 +100,7 @@ pub struct Stacks {
 }
 
 /// Decode the stack region, if the record has one.
-pub(super) fn decode(b: &[u8], event_cap: usize) -> Option<Stacks> {
+pub(crate) fn decode(b: &[u8], event_cap: usize) -> Option<Stacks> {
     if word(b, hdr::STACK_SLOTS) != STACK_SLOTS as u64 || b.len() < region_offset(event_cap) + STACKS_SIZE {
         return None;
     }
@@ -134,8 +134,8 @@ pub(super) fn decode(b: &[u8], event_cap: usize) -> Option<Stacks> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decode as decode_record, Encoder};
     use super::*;
+    use crate::{decode as decode_record, Encoder};
 
     #[test]
     fn region_round_trip() {

@@ -1,14 +1,21 @@
-//! The record file format (version 1, with the optional stack region of
-//! [`stacks`]): one layout definition shared by the
-//! writer (`record.rs`, inside the preloaded library) and the decoder below.
+//! The record file format of kbxscope's `LD_PRELOAD` interposer (version 1,
+//! with the optional stack region of [`stacks`]): one layout definition
+//! shared by the writer (`crates/kbx-preload`, whose `writer.rs` fills a
+//! process's record file from inside the preloaded library) and the reader
+//! (`kbxscope record`, through [`decode`]).
 //!
 //! Everything is made of little-endian 64-bit words at fixed offsets, so the
 //! writer can update every field with one atomic operation and the decoder
-//! needs nothing but a byte slice. `PROTOCOL.md` describes the same layout in
-//! prose; the constants here are the normative definition.
+//! needs nothing but a byte slice. `PROTOCOL.md`, beside this crate's
+//! manifest, describes the same layout in prose; the constants here are the
+//! normative definition.
 //!
-//! This module is std-only and free of `unsafe`: the main crate may include
-//! it as it is.
+//! The crate is std-only, depends on nothing, does no I/O and has no
+//! `unsafe`: the interposer links it into its cdylib as it is, and the main
+//! crate decodes with it without linking the interposer. [`Encoder`] builds
+//! the bytes the writer would leave behind, for tests and tools.
+
+#![forbid(unsafe_code)]
 
 use std::fmt;
 
@@ -110,7 +117,7 @@ pub mod hdr {
     pub const PROG: usize = 128;
     /// Maximum program name length.
     pub const PROG_MAX: usize = 256;
-    /// Entries of the stack region ([`super::stacks::STACK_SLOTS`]), 0 when
+    /// Entries of the stack region ([`crate::stacks::STACK_SLOTS`]), 0 when
     /// the record has none.
     pub const STACK_SLOTS: usize = 384;
     /// Every how many watched calls one stack is sampled.
