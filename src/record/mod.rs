@@ -13,11 +13,12 @@
 //! `close`; `fstat`, `stat`, `statx` → `stat`; and `write`, `mmap`, `dup`,
 //! `access`, `truncate`, `sync` under their own names. The interposer's own
 //! columns (`pread`, `statx`, `fopen`, `stdio_read`, …) stay visible in
-//! [`Process::calls`]. The command line runs the program and prints.
+//! [`Process::calls`]; [`profile`] makes `--stacks`' speedscope profile of
+//! the sampled call stacks. The command line runs the program and prints.
 
 pub mod elf;
 pub mod preload;
-pub mod stacks;
+pub mod profile;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -95,7 +96,7 @@ pub struct Recorded {
     /// Per-call events: (index into `processes`, file path, event), by start.
     pub events: Vec<(usize, String, kbx_record::Event)>,
     /// Sampled call stacks, per process image that has them.
-    pub stacks: Vec<stacks::ProcessStacks>,
+    pub stacks: Vec<profile::ProcessStacks>,
 }
 
 /// A representative duration of latency bucket `b` (`[2^b, 2^(b+1))` ns):
@@ -140,7 +141,7 @@ impl Recorded {
         for mut r in records {
             if let Some(s) = r.stacks.take() {
                 let program = String::from_utf8_lossy(&r.program).into_owned();
-                out.stacks.push(stacks::ProcessStacks { pid: r.pid, program, stacks: s });
+                out.stacks.push(profile::ProcessStacks { pid: r.pid, program, stacks: s });
             }
             out.lost.files += r.lost_files;
             out.lost.fds += r.lost_fds;

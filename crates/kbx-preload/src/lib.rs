@@ -18,10 +18,10 @@ pub mod config;
 pub mod fdtable;
 pub mod glob;
 pub mod paths;
-pub mod record;
-pub mod stacks;
+pub mod stack_sampler;
 pub mod stdio_model;
 pub mod sys;
+pub mod writer;
 
 // The interposers themselves: never in a unit-test binary (they would
 // interpose the test harness).
@@ -48,7 +48,7 @@ mod init {
 
     extern "C" fn child() {
         // Only atomic stores: safe in a child forked from a multithreaded parent.
-        crate::record::after_fork_child();
+        crate::writer::after_fork_child();
     }
 
     /// Runs at load (before the program's constructors and main).
@@ -59,7 +59,7 @@ mod init {
             // called once, at load, when no other thread of ours exists.
             unsafe { libc::pthread_atfork(None, None, Some(child)) };
             if crate::config::stack_every() > 0 {
-                crate::stacks::warm_up();
+                crate::stack_sampler::warm_up();
             }
         }
     }
