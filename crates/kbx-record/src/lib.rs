@@ -13,7 +13,9 @@
 //! The crate is std-only, depends on nothing, does no I/O and has no
 //! `unsafe`: the interposer links it into its cdylib as it is, and the main
 //! crate decodes with it without linking the interposer. [`Encoder`] builds
-//! the bytes the writer would leave behind, for tests and tools.
+//! the bytes the writer would leave behind, for tests and tools. The small
+//! layout functions are `#[inline]`: the interposer calls them on every
+//! watched call, from another crate (as it did when they were its module).
 
 #![forbid(unsafe_code)]
 
@@ -224,6 +226,7 @@ impl Op {
     ];
 
     /// The column index.
+    #[inline]
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -271,26 +274,31 @@ const _: () = assert!(STATS_OFFSET.is_multiple_of(8) && EVENTS_OFFSET.is_multipl
 const _: () = assert!(Op::ALL.len() <= NUM_OPS);
 
 /// Byte offset of file slot `slot`.
+#[inline]
 pub const fn file_slot_offset(slot: usize) -> usize {
     FILES_OFFSET + slot * FILE_SLOT_SIZE
 }
 
 /// Byte offset of the statistics cell of (`slot`, `op`).
+#[inline]
 pub const fn cell_offset(slot: usize, op: usize) -> usize {
     STATS_OFFSET + (slot * NUM_OPS + op) * CELL_SIZE
 }
 
 /// Byte offset of event record `i`.
+#[inline]
 pub const fn event_offset(i: usize) -> usize {
     EVENTS_OFFSET + i * EVENT_SIZE
 }
 
 /// Total file size for an event capacity.
+#[inline]
 pub const fn total_size(event_cap: usize) -> usize {
     EVENTS_OFFSET + event_cap * EVENT_SIZE
 }
 
 /// Latency bucket of a duration: 0 for 0–1 ns, else floor(log2(ns)) clamped.
+#[inline]
 pub const fn lat_bucket(ns: u64) -> usize {
     if ns <= 1 {
         0
@@ -305,6 +313,7 @@ pub const fn lat_bucket(ns: u64) -> usize {
 }
 
 /// Size bucket of a byte count: 0 for 0 bytes, i for [2^(i-1), 2^i), clamped.
+#[inline]
 pub const fn size_bucket(bytes: u64) -> usize {
     let b = (64 - bytes.leading_zeros()) as usize;
     if b >= SIZE_BUCKETS {
@@ -315,6 +324,7 @@ pub const fn size_bucket(bytes: u64) -> usize {
 }
 
 /// Event word 0: `(op + 1) | slot << 16 | tid << 32`; 0 means not yet written.
+#[inline]
 pub const fn event_tag(op: usize, slot: usize, tid: u32) -> u64 {
     ((op as u64 + 1) & 0xffff) | ((slot as u64 & 0xffff) << 16) | ((tid as u64) << 32)
 }

@@ -49,16 +49,19 @@ pub mod entry {
 }
 
 /// Byte offset of the stack region for an event capacity.
+#[inline]
 pub const fn region_offset(event_cap: usize) -> usize {
     total_size(event_cap)
 }
 
 /// Byte offset of stack entry `i`.
+#[inline]
 pub const fn entry_offset(event_cap: usize, i: usize) -> usize {
     region_offset(event_cap) + MAPS_MAX + i * STACK_ENTRY_SIZE
 }
 
 /// The key of a stack: FNV-1a over the operation and the frames, never 0.
+#[inline]
 pub fn stack_key(op: usize, frames: &[u64]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for v in std::iter::once(op as u64).chain(frames.iter().copied()) {
