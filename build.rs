@@ -17,11 +17,16 @@ fn main() {
     for p in ["src", "Cargo.toml", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", krate.join(p).display());
     }
+    // The record format the interposer writes (crates/kbx-record, its path
+    // dependency) is compiled into it too.
+    for p in ["src", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", root.join("crates/kbx-record").join(p).display());
+    }
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR")).join("preload");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    // A dependency's profiles are ignored, so the interposer's settings
-    // come on the command line: no unwinding through libc's callers.
+    // The interposer's settings come on the command line: no unwinding
+    // through libc's callers.
     cmd.args([
         "build",
         "--release",

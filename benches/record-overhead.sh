@@ -2,7 +2,7 @@
 # record-overhead.sh — what `kbxscope record` costs a real gpg: gpg
 # --check-sigs plain, recorded (histograms + metrics), the same with the
 # kernel's clock instead of the TSC (KBXSCOPE_RECORD_CLOCK=monotonic, see
-# crates/kbx-preload/PROTOCOL.md), recorded with an event-level trace, with
+# crates/kbx-record/PROTOCOL.md), recorded with an event-level trace, with
 # --stacks (every call, and one call in 100), and under strace, side by side
 # in one run.
 #

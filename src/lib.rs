@@ -34,7 +34,9 @@
 //! * [`generate`] — realistic keyboxes (the built-in one among them).
 //! * [`record`] — another program's calls on the watched files, from the
 //!   records the preloaded interposer (`crates/kbx-preload`, embedded at
-//!   build time) leaves: summed per process and file onto [`events`]' types.
+//!   build time) leaves, decoded with the record format's crate
+//!   (`crates/kbx-record`): summed per process and file onto [`events`]'
+//!   types.
 //! * [`sweep`] — the seed's table: a workload at each buffer size, with
 //!   exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
 //!

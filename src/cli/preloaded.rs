@@ -140,7 +140,7 @@ fn read_records(dir: &Path) -> (Recorded, usize) {
         if e.path().extension().is_none_or(|x| x != "kbxrec") {
             continue;
         }
-        match std::fs::read(e.path()).map(|b| kbx_preload::protocol::decode(&b)) {
+        match std::fs::read(e.path()).map(|b| kbx_record::decode(&b)) {
             Ok(Ok(r)) => records.push(r),
             _ => incomplete += 1,
         }

@@ -2,7 +2,7 @@
 //! FILE [--stack-every N]] -- PROGRAM [ARGS…]`: run PROGRAM with the
 //! interposer preloaded and report what it and its descendants did on the
 //! watched files (with `--stacks`, also which of their functions made the
-//! calls: [`kbxscope::record::stacks`]).
+//! calls: [`kbxscope::record::profile`]).
 //!
 //! * The interposer (embedded, [`kbxscope::record::preload`]) is written
 //!   once into the cache directory (`$KBXSCOPE_CACHE_DIR`, …, as for the
@@ -227,8 +227,8 @@ fn unescape(v: &str) -> String {
 
 /// Write `--stacks`' profile; the note that says what it holds.
 fn write_stacks(path: &Path, recorded: &Recorded) -> Result<String> {
-    let mut symbols = record::stacks::Symbolizer::new(Box::new(|module| std::fs::read(module).ok()));
-    let (doc, t) = record::stacks::profile(&recorded.stacks, &mut symbols);
+    let mut symbols = record::profile::Symbolizer::new(Box::new(|module| std::fs::read(module).ok()));
+    let (doc, t) = record::profile::profile(&recorded.stacks, &mut symbols);
     let bytes = serde_json::to_vec(&doc)?;
     if path == Path::new("-") {
         io::stdout().write_all(&bytes)?;

@@ -1,6 +1,7 @@
 //! `kbxscope record`: the calls another program (and its descendants) made
 //! on the watched files, read from the records the preloaded interposer
-//! (`crates/kbx-preload`, see its `PROTOCOL.md`) left behind.
+//! (`crates/kbx-preload`) left behind, decoded with the record format's
+//! crate (`kbx_record`, `crates/kbx-record`, see its `PROTOCOL.md`).
 //!
 //! Pure functions over bytes: [`preload`] is the interposer embedded at
 //! build time, [`elf`] tells a static binary (which cannot be interposed)
@@ -12,16 +13,17 @@
 //! `close`; `fstat`, `stat`, `statx` → `stat`; and `write`, `mmap`, `dup`,
 //! `access`, `truncate`, `sync` under their own names. The interposer's own
 //! columns (`pread`, `statx`, `fopen`, `stdio_read`, …) stay visible in
-//! [`Process::calls`]. The command line runs the program and prints.
+//! [`Process::calls`]; [`profile`] makes `--stacks`' speedscope profile of
+//! the sampled call stacks. The command line runs the program and prints.
 
 pub mod elf;
 pub mod preload;
-pub mod stacks;
+pub mod profile;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kbx_preload::protocol::{self, Op, OpStats, Record};
+use kbx_record::{Op, OpStats, Record};
 use serde::Serialize;
 
 use crate::events::{FileEvent, FileOp, FileStats, IoStats, Origin};
@@ -92,9 +94,9 @@ pub struct Recorded {
     /// Lost counters, summed over the records.
     pub lost: Lost,
     /// Per-call events: (index into `processes`, file path, event), by start.
-    pub events: Vec<(usize, String, protocol::Event)>,
+    pub events: Vec<(usize, String, kbx_record::Event)>,
     /// Sampled call stacks, per process image that has them.
-    pub stacks: Vec<stacks::ProcessStacks>,
+    pub stacks: Vec<profile::ProcessStacks>,
 }
 
 /// A representative duration of latency bucket `b` (`[2^b, 2^(b+1))` ns):
@@ -139,7 +141,7 @@ impl Recorded {
         for mut r in records {
             if let Some(s) = r.stacks.take() {
                 let program = String::from_utf8_lossy(&r.program).into_owned();
-                out.stacks.push(stacks::ProcessStacks { pid: r.pid, program, stacks: s });
+                out.stacks.push(profile::ProcessStacks { pid: r.pid, program, stacks: s });
             }
             out.lost.files += r.lost_files;
             out.lost.fds += r.lost_fds;
@@ -295,7 +297,7 @@ struct LostSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kbx_preload::protocol::{decode, Encoder};
+    use kbx_record::{decode, Encoder};
 
     #[test]
     fn sums_images_by_pid_and_maps_ops() {
@@ -309,7 +311,7 @@ mod tests {
         b.call(0, Op::Statx, 10, 0, false);
         b.call(0, Op::Fstat, 10, 0, false);
         b.call(0, Op::Mmap, 10, 4096, false);
-        b.event(&protocol::Event {
+        b.event(&kbx_record::Event {
             op: Op::Read,
             slot: 0,
             tid: 11,

@@ -11,7 +11,7 @@
 //!   TSC the kernel found unstable is never trusted);
 //! * `prctl(PR_GET_TSC)` says `rdtsc` does not fault (a host that makes it
 //!   fault *later*, as a sandbox might, is not noticed: documented in
-//!   PROTOCOL.md);
+//!   `crates/kbx-record/PROTOCOL.md`);
 //! * `KBXSCOPE_RECORD_CLOCK` is not `monotonic` (which keeps the vDSO clock,
 //!   for comparisons).
 //!

@@ -5,9 +5,9 @@ use libc::{c_char, c_int, c_void};
 
 use crate::config;
 use crate::fdtable::FDS;
-use crate::protocol::Op;
-use crate::record::{self, Call};
 use crate::sys::{self, ErrnoGuard};
+use crate::writer::{self, Call};
+use kbx_record::Op;
 
 /// Fetch a real function or fail the call with ENOSYS.
 macro_rules! real_or {
@@ -96,7 +96,7 @@ pub fn on_fd<R: Ret>(fd: c_int, op: Op, offset: i64, bytes: fn(R) -> u64, f: imp
     let r = f();
     let t1 = sys::now();
     let _g = ErrnoGuard::new();
-    record::call(Call { slot, op, t0, t1, fd, offset, result: r.as_i64(), bytes: bytes(r), failed: r.failed() });
+    writer::call(Call { slot, op, t0, t1, fd, offset, result: r.as_i64(), bytes: bytes(r), failed: r.failed() });
     r
 }
 
@@ -126,13 +126,13 @@ pub unsafe fn watched_slot(dirfd: c_int, path: *const c_char, errno_after: c_int
     if !config::watched(dirfd, p) {
         return None;
     }
-    record::slot_for_path(p)
+    writer::slot_for_path(p)
 }
 
 /// Make `fd` watched with `slot`, or clear it (slot 0); counts a full table.
 pub fn track(fd: c_int, slot: u16) {
     if fd >= 0 && !FDS.set(fd, slot) {
-        record::lost_fd();
+        writer::lost_fd();
     }
 }
 
@@ -154,7 +154,7 @@ pub unsafe fn on_open(dirfd: c_int, path: *const c_char, f: impl FnOnce() -> c_i
     match unsafe { watched_slot(dirfd, path, e, r < 0) } {
         Some(slot) => {
             let c = Call { slot, op: Op::Open, t0, t1, fd: r, offset: -1, result: r as i64, bytes: 0, failed: r < 0 };
-            record::call(c);
+            writer::call(c);
             track(r, slot);
         }
         // A descriptor number can come back after a close we could not see
@@ -181,7 +181,7 @@ pub unsafe fn on_path(dirfd: c_int, path: *const c_char, op: Op, f: impl FnOnce(
     let e = sys::errno();
     // SAFETY: path is the argument the real call just accepted.
     if let Some(slot) = unsafe { watched_slot(dirfd, path, e, r < 0) } {
-        record::call(Call { slot, op, t0, t1, fd: dirfd, offset: -1, result: r as i64, bytes: 0, failed: r < 0 });
+        writer::call(Call { slot, op, t0, t1, fd: dirfd, offset: -1, result: r as i64, bytes: 0, failed: r < 0 });
     }
     r
 }
@@ -246,7 +246,7 @@ pub unsafe fn on_at(
         unsafe { watched_slot(dirfd, path, e, r < 0) }.map(|s| (s, op_path))
     };
     if let Some((slot, op)) = slot {
-        record::call(Call { slot, op, t0, t1, fd: dirfd, offset: -1, result: r as i64, bytes: 0, failed: r < 0 });
+        writer::call(Call { slot, op, t0, t1, fd: dirfd, offset: -1, result: r as i64, bytes: 0, failed: r < 0 });
     }
     r
 }

@@ -6,12 +6,12 @@ use libc::{c_int, c_long, c_uint, c_void, off64_t, off_t, size_t};
 use crate::config;
 use crate::fdtable::FDS;
 use crate::hook::{real_or, track};
-use crate::protocol::Op;
-use crate::record::{self, Call};
 use crate::sys::{self, ErrnoGuard};
+use crate::writer::{self, Call};
+use kbx_record::Op;
 
 fn rec(slot: u16, op: Op, t0: u64, t1: u64, fd: c_int, result: i64, bytes: u64) {
-    record::call(Call { slot, op, t0, t1, fd, offset: -1, result, bytes, failed: result == -1 });
+    writer::call(Call { slot, op, t0, t1, fd, offset: -1, result, bytes, failed: result == -1 });
 }
 
 /// Interposed `close`: a watched fd is un-watched (before the real call, so
@@ -206,7 +206,7 @@ fn mmap_body(fd: c_int, flags: c_int, len: size_t, off: i64, f: impl FnOnce() ->
         bytes: len as u64,
         failed,
     };
-    record::call(c);
+    writer::call(c);
     r
 }
 

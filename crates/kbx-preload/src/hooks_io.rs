@@ -5,7 +5,7 @@
 use libc::{c_int, c_void, iovec, off64_t, off_t, size_t, ssize_t};
 
 use crate::hook::{fd_hook, no_bytes, pos_bytes};
-use crate::protocol::Op;
+use kbx_record::Op;
 
 fd_hook!(read(fd, buf: *mut c_void, n: size_t) -> ssize_t, Op::Read, off = -1, bytes = pos_bytes, fail = -1);
 fd_hook!(__read_chk(fd, buf: *mut c_void, n: size_t, buflen: size_t) -> ssize_t, Op::Read, off = -1, bytes = pos_bytes, fail = -1);

@@ -6,8 +6,8 @@
 use libc::{c_char, c_int, c_uint, c_void};
 
 use crate::hook::{fd_hook, no_bytes, on_at, on_fd, on_path, real_or};
-use crate::protocol::Op;
 use crate::real::{Stat, Stat64};
+use kbx_record::Op;
 
 fd_hook!(fstat(fd, buf: *mut Stat) -> c_int, Op::Fstat, off = -1, bytes = no_bytes, fail = -1);
 fd_hook!(fstat64(fd, buf: *mut Stat64) -> c_int, Op::Fstat, off = -1, bytes = no_bytes, fail = -1);

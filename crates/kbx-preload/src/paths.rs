@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use crate::protocol::{FILE_SLOTS, PATH_MAX_STORED, SLOT_CLAIMED, SLOT_FREE, SLOT_READY};
+use kbx_record::{FILE_SLOTS, PATH_MAX_STORED, SLOT_CLAIMED, SLOT_FREE, SLOT_READY};
 
 /// One local slot.
 pub struct LocalSlot {

@@ -4,7 +4,7 @@
 //! store the same address). A hook may run before our constructor.
 //!
 //! If dlsym finds nothing the hook returns -1 with errno ENOSYS (NULL/EOF
-//! for the stdio ones), see `PROTOCOL.md`.
+//! for the stdio ones), see `crates/kbx-record/PROTOCOL.md`.
 
 #![allow(missing_docs, non_snake_case)]
 

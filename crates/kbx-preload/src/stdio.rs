@@ -29,10 +29,10 @@ use libc::{c_char, c_int, c_long, c_void, off64_t, off_t, size_t, ssize_t, FILE}
 use crate::config;
 use crate::fdtable::FDS;
 use crate::hook::{real_or, track, watched_slot};
-use crate::protocol::Op;
-use crate::record::{self, Call};
 use crate::stdio_model::{fread_reads, underflow_reads, End};
 use crate::sys::{self, ErrnoGuard};
+use crate::writer::{self, Call};
+use kbx_record::Op;
 
 /// glibc's public `struct _IO_FILE` (bits/types/struct_FILE.h), x86-64.
 #[repr(C)]
@@ -210,9 +210,9 @@ fn stdio_read<R: Copy>(
     let pos1 = if may_refill { sys::raw_lseek(fd, 0, libc::SEEK_CUR) } else { -1 };
     drop(guard);
     let (result, delivered, failed) = out(r);
-    record::call(Call { slot, op: Op::StdioRead, t0, t1, fd, offset: -1, result, bytes: delivered, failed });
+    writer::call(Call { slot, op: Op::StdioRead, t0, t1, fd, offset: -1, result, bytes: delivered, failed });
     if s0.buf_base == 0 && s1.buf_base != 0 {
-        record::inferred(slot, Op::Fstat, 0, false);
+        writer::inferred(slot, Op::Fstat, 0, false);
     }
     if !may_refill {
         return r;
@@ -225,7 +225,7 @@ fn stdio_read<R: Copy>(
         // Not seekable: assume one refill if the buffer end moved.
         (s1.read_end != s0.read_end) as u64 * s1.read_end.saturating_sub(s1.buf_base) as u64
     };
-    let emit = |n: u64, failed: bool| record::inferred(slot, Op::Read, n, failed);
+    let emit = |n: u64, failed: bool| writer::inferred(slot, Op::Read, n, failed);
     match kind {
         Kind::Underflow(..) => {
             let end: End = if new & IO_ERR_SEEN != 0 {
@@ -410,7 +410,7 @@ unsafe fn after_fopen(path: *const c_char, r: *mut FILE, t0: u64, t1: u64) {
     match unsafe { watched_slot(libc::AT_FDCWD, path, e, r.is_null()) } {
         Some(slot) => {
             let fd = fd_of(r);
-            record::call(Call {
+            writer::call(Call {
                 slot,
                 op: Op::Fopen,
                 t0,
@@ -422,7 +422,7 @@ unsafe fn after_fopen(path: *const c_char, r: *mut FILE, t0: u64, t1: u64) {
                 failed: r.is_null(),
             });
             if !(r.is_null() && e == libc::EINVAL) {
-                record::inferred(slot, Op::Open, 0, r.is_null());
+                writer::inferred(slot, Op::Open, 0, r.is_null());
             }
             track(fd, slot);
         }
@@ -485,7 +485,7 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
     let r = unsafe { real(fd, mode) };
     let t1 = sys::now();
     let _g = ErrnoGuard::new();
-    record::call(Call {
+    writer::call(Call {
         slot,
         op: Op::Fopen,
         t0,
@@ -519,12 +519,12 @@ unsafe fn freopen_body(
     let _g = ErrnoGuard::new();
     if old != 0 && !path.is_null() {
         FDS.set(oldfd, 0);
-        record::inferred(old, Op::Close, 0, false);
+        writer::inferred(old, Op::Close, 0, false);
     }
     if path.is_null() {
         // Same file, new mode: the descriptor keeps its watch.
         if old != 0 {
-            record::call(Call {
+            writer::call(Call {
                 slot: old,
                 op: Op::Fopen,
                 t0,
@@ -543,7 +543,7 @@ unsafe fn freopen_body(
     match unsafe { watched_slot(libc::AT_FDCWD, path, e, r.is_null()) } {
         Some(slot) => {
             let fd = fd_of(r);
-            record::call(Call {
+            writer::call(Call {
                 slot,
                 op: Op::Fopen,
                 t0,
@@ -554,7 +554,7 @@ unsafe fn freopen_body(
                 bytes: 0,
                 failed: r.is_null(),
             });
-            record::inferred(slot, Op::Open, 0, r.is_null());
+            writer::inferred(slot, Op::Open, 0, r.is_null());
             track(fd, slot);
         }
         None => track(fd_of(r), 0),
@@ -610,11 +610,11 @@ pub unsafe extern "C" fn fclose(fp: *mut FILE) -> c_int {
     let r = unsafe { real(fp) };
     let t1 = sys::now();
     let _g = ErrnoGuard::new();
-    record::call(Call { slot, op: Op::Fclose, t0, t1, fd, offset: -1, result: r as i64, bytes: 0, failed: r != 0 });
+    writer::call(Call { slot, op: Op::Fclose, t0, t1, fd, offset: -1, result: r as i64, bytes: 0, failed: r != 0 });
     if pending {
-        record::inferred(slot, Op::Write, 0, false);
+        writer::inferred(slot, Op::Write, 0, false);
     }
-    record::inferred(slot, Op::Close, 0, false);
+    writer::inferred(slot, Op::Close, 0, false);
     r
 }
 
@@ -640,9 +640,9 @@ pub unsafe extern "C" fn fflush(fp: *mut FILE) -> c_int {
     drop(l);
     let _g = ErrnoGuard::new();
     if s.write_ptr > s.write_base {
-        record::inferred(slot, Op::Write, 0, false);
+        writer::inferred(slot, Op::Write, 0, false);
     } else if s.read_ptr != s.read_end {
-        record::inferred(slot, Op::Lseek, 0, false);
+        writer::inferred(slot, Op::Lseek, 0, false);
     }
     r
 }
@@ -664,19 +664,19 @@ fn stdio_seek<R: Copy + Into<i64>>(fp: *mut FILE, whence: Option<c_int>, f: impl
     let s1 = snap(fp);
     drop(l);
     let res: i64 = r.into();
-    record::call(Call { slot, op: Op::StdioSeek, t0, t1, fd, offset: -1, result: res, bytes: 0, failed: res == -1 });
+    writer::call(Call { slot, op: Op::StdioSeek, t0, t1, fd, offset: -1, result: res, bytes: 0, failed: res == -1 });
     match whence {
         None => {
             if s0.offset == POS_BAD {
-                record::inferred(slot, Op::Lseek, 0, res == -1);
+                writer::inferred(slot, Op::Lseek, 0, res == -1);
             }
         }
         Some(w) => {
             if s0.buf_base == 0 && s1.buf_base != 0 {
-                record::inferred(slot, Op::Fstat, 0, false);
+                writer::inferred(slot, Op::Fstat, 0, false);
             }
             if w == libc::SEEK_END {
-                record::inferred(slot, Op::Fstat, 0, false);
+                writer::inferred(slot, Op::Fstat, 0, false);
             }
             if res == -1 && e == libc::EINVAL {
                 return r;
@@ -684,11 +684,11 @@ fn stdio_seek<R: Copy + Into<i64>>(fp: *mut FILE, whence: Option<c_int>, f: impl
             // glibc lseeks on every fseek: a move inside the buffer still
             // resyncs the kernel offset; otherwise it seeks to a block
             // boundary and refills up to the target (one read).
-            record::inferred(slot, Op::Lseek, 0, res == -1);
+            writer::inferred(slot, Op::Lseek, 0, res == -1);
             let in_buffer = s0.offset != POS_BAD && s1.offset == s0.offset && s1.read_end == s0.read_end;
             if !in_buffer && s1.read_ptr > s1.buf_base && s1.buf_base != 0 {
                 let n = s1.read_end.saturating_sub(s1.buf_base) as u64;
-                record::inferred(slot, Op::Read, n, false);
+                writer::inferred(slot, Op::Read, n, false);
             }
         }
     }

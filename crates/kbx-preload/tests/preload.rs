@@ -6,10 +6,6 @@
 //! The library and the `kbxtest` workload are built by a nested
 //! `cargo build --lib --examples` (once), so one `cargo test` is enough.
 
-#[path = "../src/protocol/mod.rs"]
-#[allow(dead_code, unused_imports)]
-mod protocol;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -126,17 +122,17 @@ fn run_preloaded(prog: &Path, args: &[&str], rec: &Path, extra: &[(&str, &str)])
     run(prog, args, &env)
 }
 
-fn decode_dir(rec: &Path) -> Vec<protocol::Record> {
+fn decode_dir(rec: &Path) -> Vec<kbx_record::Record> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(rec).unwrap().flatten() {
         let b = std::fs::read(e.path()).unwrap();
-        v.push(protocol::decode(&b).unwrap_or_else(|err| panic!("{:?}: {err}", e.path())));
+        v.push(kbx_record::decode(&b).unwrap_or_else(|err| panic!("{:?}: {err}", e.path())));
     }
     v
 }
 
 /// Per-pid syscall counts on files whose path ends with `name`.
-fn record_counts(recs: &[protocol::Record], name: &str) -> Vec<Counts> {
+fn record_counts(recs: &[kbx_record::Record], name: &str) -> Vec<Counts> {
     let mut by_pid: BTreeMap<u32, Counts> = BTreeMap::new();
     for r in recs {
         let c = by_pid.entry(r.pid).or_default();
@@ -341,7 +337,7 @@ fn errno_is_preserved() {
     let recs = decode_dir(&rec);
     let miss =
         recs.iter().flat_map(|r| &r.files).find(|f| f.path.ends_with(b"sub/pubring.kbx")).expect("missing path slot");
-    assert!(miss.op(protocol::Op::Open).is_some_and(|s| s.errors == 2), "open + fopen: {miss:?}");
+    assert!(miss.op(kbx_record::Op::Open).is_some_and(|s| s.errors == 2), "open + fopen: {miss:?}");
 }
 
 #[test]

@@ -6,8 +6,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-use crate::protocol::{self as p, hdr, Op};
 use crate::{config, paths, sys};
+use kbx_record::{self as p, hdr, Op};
 
 const UNINIT: u32 = 0;
 const CREATING: u32 = 1;
@@ -339,7 +339,7 @@ pub fn inferred(slot: u16, op: Op, bytes: u64, failed: bool) {
 /// With stacks on, every Nth call's stack (one relaxed load when off).
 #[inline(always)]
 fn sample_stack(b: usize, cap: usize, op: Op, bytes: u64, ns: u64) {
-    if crate::stacks::due(config::stack_every()) && word(b, hdr::STACK_SLOTS).load(Ordering::Relaxed) != 0 {
-        crate::stacks::sample(|off| word(b, off), cap, op, bytes, ns);
+    if crate::stack_sampler::due(config::stack_every()) && word(b, hdr::STACK_SLOTS).load(Ordering::Relaxed) != 0 {
+        crate::stack_sampler::sample(|off| word(b, off), cap, op, bytes, ns);
     }
 }

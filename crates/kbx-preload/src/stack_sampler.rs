@@ -1,7 +1,7 @@
 //! The stack sampler (`KBXSCOPE_RECORD_STACKS=N`, off by default): every Nth
 //! watched call of a process takes its call stack with glibc's
 //! `backtrace(3)` and adds the call's weights to that stack's entry in the
-//! record's stack region (layout in [`crate::protocol::stacks`]).
+//! record's stack region (layout in [`kbx_record::stacks`]).
 //!
 //! What it relies on, and what it risks (which is why it is opt-in):
 //! * `backtrace` unwinds with libgcc's unwinder, which glibc loads with
@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libc::{c_int, c_void};
 
-use crate::protocol::stacks::{entry, entry_offset, stack_key, STACK_DEPTH, STACK_PROBES, STACK_SLOTS};
-use crate::protocol::Op;
+use kbx_record::stacks::{entry, entry_offset, stack_key, STACK_DEPTH, STACK_PROBES, STACK_SLOTS};
+use kbx_record::Op;
 
 extern "C" {
     fn backtrace(buffer: *mut *mut c_void, size: c_int) -> c_int;
@@ -61,7 +61,7 @@ pub fn sample(word: impl Fn(usize) -> &'static AtomicU64, event_cap: usize, op: 
         *f = *p as u64;
     }
     let frames = &frames[..n];
-    word(crate::protocol::hdr::STACK_SAMPLES).fetch_add(1, Ordering::Relaxed);
+    word(kbx_record::hdr::STACK_SAMPLES).fetch_add(1, Ordering::Relaxed);
     let key = stack_key(op.index(), frames);
     for probe in 0..STACK_PROBES {
         let i = (key as usize).wrapping_add(probe) % STACK_SLOTS;
@@ -85,5 +85,5 @@ pub fn sample(word: impl Fn(usize) -> &'static AtomicU64, event_cap: usize, op: 
             return;
         }
     }
-    word(crate::protocol::hdr::STACK_LOST).fetch_add(1, Ordering::Relaxed);
+    word(kbx_record::hdr::STACK_LOST).fetch_add(1, Ordering::Relaxed);
 }

@@ -1,14 +1,23 @@
-//! The record file format (version 1, with the optional stack region of
-//! [`stacks`]): one layout definition shared by the
-//! writer (`record.rs`, inside the preloaded library) and the decoder below.
+//! The record file format of kbxscope's `LD_PRELOAD` interposer (version 1,
+//! with the optional stack region of [`stacks`]): one layout definition
+//! shared by the writer (`crates/kbx-preload`, whose `writer.rs` fills a
+//! process's record file from inside the preloaded library) and the reader
+//! (`kbxscope record`, through [`decode`]).
 //!
 //! Everything is made of little-endian 64-bit words at fixed offsets, so the
 //! writer can update every field with one atomic operation and the decoder
-//! needs nothing but a byte slice. `PROTOCOL.md` describes the same layout in
-//! prose; the constants here are the normative definition.
+//! needs nothing but a byte slice. `PROTOCOL.md`, beside this crate's
+//! manifest, describes the same layout in prose; the constants here are the
+//! normative definition.
 //!
-//! This module is std-only and free of `unsafe`: the main crate may include
-//! it as it is.
+//! The crate is std-only, depends on nothing, does no I/O and has no
+//! `unsafe`: the interposer links it into its cdylib as it is, and the main
+//! crate decodes with it without linking the interposer. [`Encoder`] builds
+//! the bytes the writer would leave behind, for tests and tools. The small
+//! layout functions are `#[inline]`: the interposer calls them on every
+//! watched call, from another crate (as it did when they were its module).
+
+#![forbid(unsafe_code)]
 
 use std::fmt;
 
@@ -110,7 +119,7 @@ pub mod hdr {
     pub const PROG: usize = 128;
     /// Maximum program name length.
     pub const PROG_MAX: usize = 256;
-    /// Entries of the stack region ([`super::stacks::STACK_SLOTS`]), 0 when
+    /// Entries of the stack region ([`crate::stacks::STACK_SLOTS`]), 0 when
     /// the record has none.
     pub const STACK_SLOTS: usize = 384;
     /// Every how many watched calls one stack is sampled.
@@ -217,6 +226,7 @@ impl Op {
     ];
 
     /// The column index.
+    #[inline]
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -264,26 +274,31 @@ const _: () = assert!(STATS_OFFSET.is_multiple_of(8) && EVENTS_OFFSET.is_multipl
 const _: () = assert!(Op::ALL.len() <= NUM_OPS);
 
 /// Byte offset of file slot `slot`.
+#[inline]
 pub const fn file_slot_offset(slot: usize) -> usize {
     FILES_OFFSET + slot * FILE_SLOT_SIZE
 }
 
 /// Byte offset of the statistics cell of (`slot`, `op`).
+#[inline]
 pub const fn cell_offset(slot: usize, op: usize) -> usize {
     STATS_OFFSET + (slot * NUM_OPS + op) * CELL_SIZE
 }
 
 /// Byte offset of event record `i`.
+#[inline]
 pub const fn event_offset(i: usize) -> usize {
     EVENTS_OFFSET + i * EVENT_SIZE
 }
 
 /// Total file size for an event capacity.
+#[inline]
 pub const fn total_size(event_cap: usize) -> usize {
     EVENTS_OFFSET + event_cap * EVENT_SIZE
 }
 
 /// Latency bucket of a duration: 0 for 0–1 ns, else floor(log2(ns)) clamped.
+#[inline]
 pub const fn lat_bucket(ns: u64) -> usize {
     if ns <= 1 {
         0
@@ -298,6 +313,7 @@ pub const fn lat_bucket(ns: u64) -> usize {
 }
 
 /// Size bucket of a byte count: 0 for 0 bytes, i for [2^(i-1), 2^i), clamped.
+#[inline]
 pub const fn size_bucket(bytes: u64) -> usize {
     let b = (64 - bytes.leading_zeros()) as usize;
     if b >= SIZE_BUCKETS {
@@ -308,6 +324,7 @@ pub const fn size_bucket(bytes: u64) -> usize {
 }
 
 /// Event word 0: `(op + 1) | slot << 16 | tid << 32`; 0 means not yet written.
+#[inline]
 pub const fn event_tag(op: usize, slot: usize, tid: u32) -> u64 {
     ((op as u64 + 1) & 0xffff) | ((slot as u64 & 0xffff) << 16) | ((tid as u64) << 32)
 }

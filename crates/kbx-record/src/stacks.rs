@@ -11,7 +11,7 @@
 //! `ready` is stored with release order; weights are atomic adds, also by
 //! threads that find the key claimed but not yet ready.
 
-use super::{hdr, total_size, word, Op};
+use crate::{hdr, total_size, word, Op};
 
 /// Bytes reserved for the `/proc/self/maps` text.
 pub const MAPS_MAX: usize = 64 * 1024;
@@ -49,16 +49,19 @@ pub mod entry {
 }
 
 /// Byte offset of the stack region for an event capacity.
+#[inline]
 pub const fn region_offset(event_cap: usize) -> usize {
     total_size(event_cap)
 }
 
 /// Byte offset of stack entry `i`.
+#[inline]
 pub const fn entry_offset(event_cap: usize, i: usize) -> usize {
     region_offset(event_cap) + MAPS_MAX + i * STACK_ENTRY_SIZE
 }
 
 /// The key of a stack: FNV-1a over the operation and the frames, never 0.
+#[inline]
 pub fn stack_key(op: usize, frames: &[u64]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for v in std::iter::once(op as u64).chain(frames.iter().copied()) {
@@ -100,7 +103,7 @@ pub struct Stacks {
 }
 
 /// Decode the stack region, if the record has one.
-pub(super) fn decode(b: &[u8], event_cap: usize) -> Option<Stacks> {
+pub(crate) fn decode(b: &[u8], event_cap: usize) -> Option<Stacks> {
     if word(b, hdr::STACK_SLOTS) != STACK_SLOTS as u64 || b.len() < region_offset(event_cap) + STACKS_SIZE {
         return None;
     }
@@ -134,8 +137,8 @@ pub(super) fn decode(b: &[u8], event_cap: usize) -> Option<Stacks> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decode as decode_record, Encoder};
     use super::*;
+    use crate::{decode as decode_record, Encoder};
 
     #[test]
     fn region_round_trip() {

@@ -1,9 +1,6 @@
-//! Print the record files of a directory (debugging aid; std only).
-//! Usage: kbxrec-dump DIR
-
-#[path = "../src/protocol/mod.rs"]
-#[allow(dead_code, unused_imports)]
-mod protocol;
+//! Print the record files of a directory (debugging aid).
+//! Usage: `cargo run --release -p kbx-record --example kbxrec-dump -- DIR`
+//! (`DUMP_EVENTS=1` lists the events too).
 
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: kbxrec-dump DIR");
@@ -11,7 +8,7 @@ fn main() {
     paths.sort();
     for p in paths {
         let bytes = std::fs::read(&p).expect("read record");
-        match protocol::decode(&bytes) {
+        match kbx_record::decode(&bytes) {
             Err(e) => println!("{}: {e}", p.display()),
             Ok(r) => {
                 println!("{}: pid {} ppid {} {}", p.display(), r.pid, r.ppid, r.program_name());

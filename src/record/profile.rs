@@ -1,10 +1,10 @@
 //! `record --stacks`: the call stacks the interposer sampled (every Nth
-//! watched call, `KBXSCOPE_RECORD_STACKS=N`; see the interposer's
-//! `PROTOCOL.md`) as a speedscope profile: per process three "sampled"
-//! profiles, weighted by file events, bytes and time, whose stacks end in
-//! the operation (`read`, `open`, …) and begin at the program's outermost
-//! frame, so a flame graph shows which of the program's functions cause
-//! its calls.
+//! watched call, `KBXSCOPE_RECORD_STACKS=N`; see
+//! `crates/kbx-record/PROTOCOL.md`) as a speedscope profile: per process
+//! three "sampled" profiles, weighted by file events, bytes and time, whose
+//! stacks end in the operation (`read`, `open`, …) and begin at the
+//! program's outermost frame, so a flame graph shows which of the
+//! program's functions cause its calls.
 //!
 //! Frames are named through the memory map the interposer copied when the
 //! process's record was made: the module that holds each return address,
@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use kbx_preload::protocol::Stacks;
+use kbx_record::Stacks;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use serde_json::{json, Value};
 
@@ -222,7 +222,7 @@ pub fn profile(processes: &[ProcessStacks], sym: &mut Symbolizer<'_>) -> (Value,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kbx_preload::protocol::{Op, Stack};
+    use kbx_record::{Op, Stack};
 
     #[test]
     fn maps_keep_executable_mappings() {
