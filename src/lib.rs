@@ -35,8 +35,10 @@
 //! * [`record`] — another program's calls on the watched files, from the
 //!   records the preloaded interposer (`crates/kbx-preload`, embedded at
 //!   build time) leaves: summed per process and file onto [`events`]' types.
-//! * [`sweep`] — the seed's table: a workload at each buffer size, with
-//!   exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
+//! * [`sweep`] — the seed's table: a workload at each buffer size, beside
+//!   the seed's numbers, a GnuPG program's ([`sweep::GnupgProgram`]) or
+//!   keyboxd's database's, with exporters ([`sweep::export`], the
+//!   terminal's table among them) and an SVG plot ([`sweep::plot`]).
 //!
 //! The `kbxscope` binary adds a thin command line on top; it is the only
 //! code that prints.

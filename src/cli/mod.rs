@@ -15,7 +15,6 @@ mod sigs;
 mod store;
 pub mod sweep;
 pub mod telemetry;
-mod tools;
 pub mod trace;
 
 use std::io::{self, Write};
@@ -87,7 +86,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     telemetry.finish(result.as_ref().is_ok_and(|c| *c == ExitCode::SUCCESS))?;
     for change in tally.changes() {
-        let change = render::keybox_change(&change);
         eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
     }
     // record prints its own summary (of the processes it recorded).
