@@ -37,8 +37,10 @@
 //!   build time) leaves, decoded with the record format's crate
 //!   (`crates/kbx-record`): summed per process and file onto [`events`]'
 //!   types.
-//! * [`sweep`] — the seed's table: a workload at each buffer size, with
-//!   exporters ([`sweep::export`]) and an SVG plot ([`sweep::plot`]).
+//! * [`sweep`] — the seed's table: a workload at each buffer size, beside
+//!   the seed's numbers, a GnuPG program's ([`sweep::GnupgProgram`]) or
+//!   keyboxd's database's, with exporters ([`sweep::export`], the
+//!   terminal's table among them) and an SVG plot ([`sweep::plot`]).
 //!
 //! The `kbxscope` binary adds a thin command line on top; it is the only
 //! code that prints.

@@ -1,5 +1,6 @@
 //! `sweep --with-gpgsm`, `--with-gpg` and `--program`: GnuPG's own
-//! numbers, from one runner for every GnuPG program.
+//! numbers, from one runner for every GnuPG program, which the sweep asks
+//! for them at each size ([`GnupgProgram`]).
 //!
 //! In a temporary GNUPGHOME holding a fresh copy of the keybox (as
 //! `pubring.kbx`) for every run — gpg's compress run and gpgsm may rewrite
@@ -17,18 +18,30 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::args::Counter;
 use super::output::write_file;
 use kbxscope::events::FileOp;
 use kbxscope::io::{BufferSize, IoTally, KeyboxFile};
 use kbxscope::openpgp::Mode;
-use kbxscope::sweep::{GnupgRow, ProgramRow, SweepSize, Times, Workload};
+use kbxscope::sweep::{GnupgProgram, GnupgRow, ProgramError, ProgramRow, SweepSize, Times, Workload};
 
 /// The calls both counters count on the keybox (strace's `openat`, `read`,
 /// `lseek`, `close`, `access`).
 const COUNTED: [FileOp; 5] = [FileOp::Open, FileOp::Read, FileOp::Seek, FileOp::Close, FileOp::Access];
+
+/// `given` if the user named the program, else `name` on `PATH`; a
+/// missing one is an error naming `option` and the Debian package (the
+/// package is the program's name for every tool used here).
+fn find(option: &str, name: &str, given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()))
+        .ok_or_else(|| anyhow!("{option} needs '{name}', which is not installed (Debian: apt-get install {name})"))
+}
 
 /// What GnuPG program runs, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,9 +172,9 @@ impl GnupgRunner {
         trustlist: Option<&Path>,
         counter: Counter,
     ) -> Result<Self> {
-        let exe = super::tools::find(option, program.tool(), given)?;
+        let exe = find(option, program.tool(), given)?;
         let strace = match counter {
-            Counter::Strace => Some(super::tools::find(option, "strace", None)?),
+            Counter::Strace => Some(find(option, "strace", None)?),
             Counter::Record => None,
         };
         let home = tempfile::Builder::new().prefix(&format!("kbxscope-{}-", program.tool())).tempdir()?;
@@ -218,14 +231,6 @@ impl GnupgRunner {
         c
     }
 
-    /// The command each run is, with the program's version and the counter:
-    /// `gpgsm -k --with-validation --disable-dirmngr (gpgsm (GnuPG) 2.2.40),
-    /// counted with record`.
-    pub fn describe(&self) -> String {
-        let (tool, args) = (self.program.tool(), self.program.args().join(" "));
-        format!("{tool} {args} ({}), counted with {}", self.version, self.counter.name())
-    }
-
     /// How the program reads with a size: `--kbx-buffer-size K` (a number
     /// of KiB, 0 = its 8 KiB default), its built-in 8 KiB (no option), or
     /// not at all, and why.
@@ -242,40 +247,6 @@ impl GnupgRunner {
             Err(_) if bytes > 0 && bytes.is_multiple_of(8192) => Ok(Some(bytes / 1024)),
             Err(_) => Err(NotRun::Inexpressible { size: s.size.to_string() }),
         }
-    }
-
-    /// The program's row beside ours (`--with-gpgsm`, `--with-gpg`) for a
-    /// size, if it can read with it: one timed run, one counted.
-    ///
-    /// # Errors
-    /// The program or its counter cannot be run, or failed.
-    pub fn at(&mut self, s: &SweepSize) -> Result<Option<GnupgRow>> {
-        let Ok(kib) = self.buffer_kib(s) else { return Ok(None) };
-        let m = self.measure(kib, 0, 1)?;
-        let (tool, counted_with) = (self.program.tool(), self.counter.name());
-        Ok(Some(GnupgRow { tool, events: m.events, time_s: m.wall[0], counted_with }))
-    }
-
-    /// The program's row for `sweep --program`: `warmup` untimed runs,
-    /// `runs` timed ones, one counted; or why it cannot run at this size.
-    ///
-    /// # Errors
-    /// The program or its counter cannot be run, or failed.
-    pub fn program_row(&mut self, s: &SweepSize, warmup: usize, runs: usize) -> Result<ProgramRow> {
-        let tool = self.program.tool();
-        let kib = match self.buffer_kib(s) {
-            Ok(k) => k,
-            Err(why) => return Ok(ProgramRow::not_run(tool, why.to_string())),
-        };
-        let m = self.measure(kib, warmup, runs.max(1))?;
-        Ok(ProgramRow {
-            tool,
-            not_run: None,
-            events: m.events,
-            wall_s: Times::new(m.wall),
-            user_s: Times::new(m.user),
-            sys_s: Times::new(m.sys),
-        })
     }
 
     /// `warmup` plain runs, `runs` timed (wall and the child's CPU time),
@@ -343,6 +314,38 @@ impl GnupgRunner {
         }
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         Ok(kbxscope::io::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?)
+    }
+}
+
+/// The sweep asks the runner for the program's numbers at each size.
+impl GnupgProgram for GnupgRunner {
+    fn describe(&self) -> String {
+        let (tool, args) = (self.program.tool(), self.program.args().join(" "));
+        format!("{tool} {args} ({}), counted with {}", self.version, self.counter.name())
+    }
+
+    fn gnupg_row(&mut self, s: &SweepSize) -> Result<Option<GnupgRow>, ProgramError> {
+        let Ok(kib) = self.buffer_kib(s) else { return Ok(None) };
+        let m = self.measure(kib, 0, 1)?;
+        let (tool, counted_with) = (self.program.tool(), self.counter.name());
+        Ok(Some(GnupgRow { tool, events: m.events, time_s: m.wall[0], counted_with }))
+    }
+
+    fn program_row(&mut self, s: &SweepSize, warmup: usize, runs: usize) -> Result<ProgramRow, ProgramError> {
+        let tool = self.program.tool();
+        let kib = match self.buffer_kib(s) {
+            Ok(k) => k,
+            Err(why) => return Ok(ProgramRow::not_run(tool, why.to_string())),
+        };
+        let m = self.measure(kib, warmup, runs.max(1))?;
+        Ok(ProgramRow {
+            tool,
+            not_run: None,
+            events: m.events,
+            wall_s: Times::new(m.wall),
+            user_s: Times::new(m.user),
+            sys_s: Times::new(m.sys),
+        })
     }
 }
 

@@ -28,7 +28,6 @@ pub mod resolve;
 mod sigs;
 mod store;
 pub mod sweep;
-mod tools;
 pub mod trace;
 
 use std::io::{self, Write};
@@ -82,7 +81,6 @@ pub fn run(o: Options) -> Result<ExitCode> {
     }
     telemetry.finish(result.as_ref().is_ok_and(|c| *c == ExitCode::SUCCESS))?;
     for change in tally.changes() {
-        let change = render::keybox_change(&change);
         eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
     }
     // record prints its own summary (of the processes it recorded).

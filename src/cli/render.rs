@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use kbxscope::events::FileStats;
 use kbxscope::events::{FileOp, IoStats};
-use kbxscope::io::{BufferSize, KeyboxChange};
+use kbxscope::io::BufferSize;
 use kbxscope::workload::{KeyDetails, Listed};
 
 /// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it.
@@ -65,20 +65,6 @@ fn datetime(rfc3339: &str) -> String {
 
 fn colon_hex(hex: &str) -> String {
     hex.as_bytes().chunks(2).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(":")
-}
-
-/// How the keybox changed, as the rest of a sentence starting "the keybox".
-pub fn keybox_change(c: &KeyboxChange) -> String {
-    match *c {
-        KeyboxChange::Replaced { old_len, new_len } => {
-            format!("was replaced by another file (renamed into place): {old_len} → {new_len} bytes")
-        }
-        KeyboxChange::Resized { old_len, new_len } => format!("changed size: {old_len} → {new_len} bytes"),
-        KeyboxChange::ModifiedInPlace => "was modified in place (same size, new modification time)".to_string(),
-        KeyboxChange::Grew { unused_bytes } => {
-            format!("grew while being read: {unused_bytes} byte(s) past its size at open were not used")
-        }
-    }
 }
 
 /// `--io-summary=text`.

@@ -59,6 +59,23 @@ pub enum KeyboxChange {
     },
 }
 
+/// How the keybox changed, as the rest of a sentence starting "the
+/// keybox": `was replaced by another file (renamed into place): 10 → 20 bytes`.
+impl std::fmt::Display for KeyboxChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            KeyboxChange::Replaced { old_len, new_len } => {
+                write!(f, "was replaced by another file (renamed into place): {old_len} → {new_len} bytes")
+            }
+            KeyboxChange::Resized { old_len, new_len } => write!(f, "changed size: {old_len} → {new_len} bytes"),
+            KeyboxChange::ModifiedInPlace => f.write_str("was modified in place (same size, new modification time)"),
+            KeyboxChange::Grew { unused_bytes } => {
+                write!(f, "grew while being read: {unused_bytes} byte(s) past its size at open were not used")
+            }
+        }
+    }
+}
+
 /// The file the first handle saw, and every change later handles found.
 #[derive(Debug, Default)]
 pub(super) struct Watch {

@@ -14,7 +14,7 @@ use plotters::coord::ranged1d::ValueFormatter;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{SizeResult, Sweep};
+use super::result::{ProgramRow, SizeResult, Sweep};
 use crate::io::BufferSize;
 
 /// Canvas size in pixels.
@@ -227,7 +227,7 @@ pub enum PlotError {
 /// Nothing to draw (every size unbuffered), or a drawing error.
 pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
     let results = &sweep.results;
-    fn ran(r: &SizeResult) -> Option<&crate::sweep::ProgramRow> {
+    fn ran(r: &SizeResult) -> Option<&ProgramRow> {
         r.program.as_ref().filter(|p| p.not_run.is_none())
     }
     let events = series(results, |r| {

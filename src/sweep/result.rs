@@ -4,8 +4,19 @@
 
 use serde::Serialize;
 
-use super::{median, Workload};
+use super::workloads::Workload;
 use crate::io::BufferSize;
+
+/// Median of a non-empty slice (mean of the middle two for even lengths).
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
 
 /// A whole sweep: what ran, on which keybox, and the results per size.
 /// Serialised as it is, it is the JSON export.

@@ -1,7 +1,7 @@
 //! The seed: the sizes GnuPG's developers measured and their procmon
 //! counts, shown beside kbxscope's on the built-in keybox.
 
-use super::{SeedRow, SweepSize};
+use super::result::{SeedRow, SweepSize};
 use crate::io::BufferSize;
 
 /// The seed's measurement (procmon, Windows): N (KiB), file events, seconds.

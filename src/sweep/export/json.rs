@@ -1,6 +1,6 @@
 //! `--export-json`: the sweep as pretty JSON, its serde form.
 
-use super::Exporter;
+use super::exporter::Exporter;
 use crate::sweep::Sweep;
 
 /// The JSON exporter.

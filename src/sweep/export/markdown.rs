@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::Exporter;
+use super::exporter::Exporter;
 use crate::sweep::{SizeResult, Sweep};
 
 /// The Markdown exporter.

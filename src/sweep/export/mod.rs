@@ -1,21 +1,21 @@
-//! Sweep results as JSON, CSV and Markdown: pure functions from results to
-//! bytes (the caller decides where they go).
+//! Sweep results as JSON, CSV and Markdown, and as the terminal's table:
+//! pure functions from results to bytes (the caller decides where they go).
 //!
 //! Each format is one file with one [`Exporter`] and one [`Format`]
 //! variant; the CLI makes an `--export-NAME FILE` option for every format
-//! in [`Format::ALL`], so a new format touches nothing else.
+//! in [`Format::ALL`], so a new format touches nothing else. The table
+//! ([`Table`]) is the exporter the CLI prints, 80 columns or wide.
 
 mod csv;
+mod exporter;
 mod json;
 mod markdown;
+mod table;
+
+pub use exporter::Exporter;
+pub use table::Table;
 
 use super::Sweep;
-
-/// One export format's renderer.
-pub trait Exporter {
-    /// The sweep in this format.
-    fn render(&self, sweep: &Sweep) -> Vec<u8>;
-}
 
 /// The export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
