@@ -43,6 +43,12 @@ fn find(option: &str, name: &str, given: Option<&Path>) -> Result<PathBuf> {
         .ok_or_else(|| anyhow!("{option} needs '{name}', which is not installed (Debian: apt-get install {name})"))
 }
 
+/// `--program` names a program, or goes with a workload, that cannot be
+/// swept: the usage error's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotForSweep(String);
+
 /// What GnuPG program runs, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Program {
@@ -61,20 +67,34 @@ impl Program {
     /// name says gpg or gpgsm.
     ///
     /// # Errors
-    /// A program that is neither, or a workload it has no command for.
-    pub fn for_sweep(program: &Path, workload: &Workload) -> Result<Self> {
+    /// A program that is neither, or a workload it has no command for (the
+    /// usage error's words).
+    pub fn for_sweep(program: &Path, workload: &Workload) -> Result<Self, NotForSweep> {
         let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let gpgsm = name.starts_with("gpgsm");
         if !gpgsm && !name.starts_with("gpg") {
-            bail!("--program: '{}' is neither gpg nor gpgsm (its file name says which)", program.display());
+            return Err(NotForSweep(format!(
+                "--program: '{}' is neither gpg nor gpgsm (its file name says which)",
+                program.display()
+            )));
         }
         Ok(match (gpgsm, workload) {
             (true, Workload::Validate(_)) => Program::GpgsmValidate,
             (true, Workload::List) => Program::GpgsmList,
             (false, Workload::Sigs(mode, _)) => Program::GpgSigs(*mode),
             (false, Workload::List) => Program::GpgList,
-            (true, w) => bail!("--program gpgsm goes with --workload validate or list, not {}", w.name()),
-            (false, w) => bail!("--program gpg goes with --workload with-sigs, check-sigs or list, not {}", w.name()),
+            (true, w) => {
+                return Err(NotForSweep(format!(
+                    "--program gpgsm goes with --workload validate or list, not {}",
+                    w.name()
+                )))
+            }
+            (false, w) => {
+                return Err(NotForSweep(format!(
+                    "--program gpg goes with --workload with-sigs, check-sigs or list, not {}",
+                    w.name()
+                )))
+            }
         })
     }
 

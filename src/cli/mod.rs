@@ -46,7 +46,7 @@ use resolve::{Job, Options};
 /// Whatever stopped the command; main prints it and exits 1.
 pub fn run(o: Options) -> Result<ExitCode> {
     let name = o.job.name();
-    let sweep = matches!(o.job, Job::Sweep(_));
+    let sweep = matches!(o.job, Job::Sweep(..));
     let record = matches!(o.job, Job::Record(_));
     // Each file event is timed only when something shows the times.
     let t = &o.telemetry;
@@ -132,7 +132,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         }
         Job::Gen(a) => make::gen(a),
         Job::Convert(a) => make::convert(a, o.now, tally),
-        Job::Sweep(a) => sweep::run(a, o.now),
+        Job::Sweep(a, gnupg) => sweep::run(a, gnupg.as_ref(), o.now),
         Job::Record(r) => record::run(r, o.summary, o.trace.as_ref()),
     }
 }

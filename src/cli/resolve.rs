@@ -15,6 +15,7 @@ use super::args::{
     Cli, Command, ConvertArgs, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, RecordArgs, SummaryFormat, SweepArgs,
 };
 use super::exporter::TelemetryOptions;
+use super::gnupg::Program;
 use super::parse::keybox_path;
 use super::trace::TraceLevel;
 use kbxscope::io::BufferSize;
@@ -22,6 +23,7 @@ use kbxscope::kbx::search::Pattern;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::Mode;
 use kbxscope::sweep::export::Format;
+use kbxscope::sweep::Workload;
 use kbxscope::workload::TypeFilter;
 
 /// Everything a run needs, resolved.
@@ -128,10 +130,22 @@ pub enum Job {
     Gen(GenArgs),
     /// `convert`.
     Convert(ConvertArgs),
-    /// `sweep`.
-    Sweep(SweepArgs),
+    /// `sweep`, and the GnuPG program run beside it, if any.
+    Sweep(Box<SweepArgs>, Option<GnupgChoice>),
     /// `record`.
     Record(RecordJob),
+}
+
+/// The GnuPG program a sweep runs beside its own runs (`--with-gpgsm`,
+/// `--with-gpg`, `--program`).
+#[derive(Debug)]
+pub struct GnupgChoice {
+    /// What runs.
+    pub program: Program,
+    /// The executable as given (or the program's name).
+    pub path: PathBuf,
+    /// The option that asked for it.
+    pub option: &'static str,
 }
 
 /// `record`, resolved.
@@ -160,7 +174,7 @@ impl Job {
             Job::Find { .. } => "find",
             Job::Gen(_) => "gen",
             Job::Convert(_) => "convert",
-            Job::Sweep(_) => "sweep",
+            Job::Sweep(..) => "sweep",
             Job::Record(_) => "record",
         }
     }
@@ -195,8 +209,8 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Gen(a) => Job::Gen(a),
         Command::Convert(a) => Job::Convert(a),
         Command::Sweep(a) => {
-            sweep(&a, cli.io_summary.is_some())?;
-            Job::Sweep(a)
+            let gnupg = sweep(&a, cli.io_summary.is_some())?;
+            Job::Sweep(Box::new(a), gnupg)
         }
         Command::Record(a) => Job::Record(record(a)),
     };
@@ -262,8 +276,9 @@ fn find(a: FindArgs) -> Result<Job, clap::Error> {
 }
 
 /// `sweep`'s checks: at most one of its outputs on stdout; no
-/// `--io-summary` (one summary is one buffer size; a sweep runs several).
-fn sweep(a: &SweepArgs, io_summary: bool) -> Result<(), clap::Error> {
+/// `--io-summary` (one summary is one buffer size; a sweep runs several);
+/// the GnuPG program beside it goes with the workload. The program chosen.
+fn sweep(a: &SweepArgs, io_summary: bool) -> Result<Option<GnupgChoice>, clap::Error> {
     let to_stdout = a.exports.0.iter().map(|(_, p)| p).chain(a.plot.as_ref()).filter(|p| p.as_os_str() == "-").count();
     if to_stdout > 1 {
         let options: Vec<String> = Format::ALL.iter().map(|f| format!("--{}", f.option())).collect();
@@ -275,7 +290,22 @@ fn sweep(a: &SweepArgs, io_summary: bool) -> Result<(), clap::Error> {
                    events";
         return Err(usage(clap::error::ErrorKind::ArgumentConflict, msg));
     }
-    Ok(())
+    let workload = a.workload.clone().with(Strategy::from(a.lookup));
+    let choice = |program, path: &PathBuf, option| Some(GnupgChoice { program, path: path.clone(), option });
+    Ok(match (&a.with_gpgsm, &a.with_gpg, &a.program, &workload) {
+        (Some(p), ..) => choice(Program::GpgsmValidate, p, "--with-gpgsm"),
+        (None, Some(p), _, Workload::Sigs(mode, _)) => choice(Program::GpgSigs(*mode), p, "--with-gpg"),
+        (None, Some(_), ..) => {
+            let msg = "the argument '--with-gpg' requires '--workload with-sigs' or '--workload check-sigs'";
+            return Err(usage(clap::error::ErrorKind::ArgumentConflict, msg));
+        }
+        (None, None, Some(p), w) => {
+            let program =
+                Program::for_sweep(p, w).map_err(|why| usage(clap::error::ErrorKind::ValueValidation, why))?;
+            choice(program, p, "--program")
+        }
+        (None, None, None, _) => None,
+    })
 }
 
 fn record(a: RecordArgs) -> RecordJob {

@@ -14,6 +14,7 @@ use super::gnupg::{GnupgRunner, Program};
 use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
+use super::resolve::GnupgChoice;
 use super::store;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
@@ -49,7 +50,7 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
 
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
-pub fn run(a: &SweepArgs, now: i64) -> Result<ExitCode> {
+pub fn run(a: &SweepArgs, gnupg: Option<&GnupgChoice>, now: i64) -> Result<ExitCode> {
     let exports =
         a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(&Some(p.clone()))?))).collect::<Result<Vec<_>>>()?;
     let plot_sink = open_sink(&a.plot)?;
@@ -95,12 +96,9 @@ pub fn run(a: &SweepArgs, now: i64) -> Result<ExitCode> {
         let given = (p.as_os_str() != program.tool()).then_some(p);
         GnupgRunner::new(program, option, given, &path, gnupg_trust().as_deref(), a.count_with)
     };
-    let mut gnupg = match (&a.with_gpgsm, &a.with_gpg, &a.program, &workload) {
-        (Some(p), ..) => Some(runner(Program::GpgsmValidate, "--with-gpgsm", p)?),
-        (None, Some(p), _, Workload::Sigs(mode, _)) => Some(runner(Program::GpgSigs(*mode), "--with-gpg", p)?),
-        (None, Some(_), ..) => anyhow::bail!("--with-gpg goes with --workload with-sigs or check-sigs"),
-        (None, None, Some(p), _) => Some(runner(Program::for_sweep(p, &workload)?, "--program", p)?),
-        (None, None, None, _) => None,
+    let mut gnupg = match gnupg {
+        Some(c) => Some(runner(c.program, c.option, &c.path)?),
+        None => None,
     };
     let compare = match (gnupg.as_mut(), &versus) {
         (Some(g), _) if a.program.is_some() => Some(Comparison::Program(g)),
