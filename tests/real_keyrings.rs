@@ -2,7 +2,8 @@
 //! (`archlinux-keyring`, `debian-archive-keyring`), imported into a keybox
 //! by the real gpg: kbxscope lists every key's user ids and subkeys in the
 //! order `gpg -k` lists them (the primary user id first, as gpg's
-//! `reorder_keyblock` puts it; GnuPG 2.2 and 2.4 choose it alike).
+//! `reorder_keyblock` puts it; GnuPG 2.2 and 2.4 choose it alike), and
+//! every key's signatures in the order `gpg --check-sigs` lists them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -110,6 +111,70 @@ fn listing_order_equals_gpg_on_real_keyrings() {
     }
 }
 
+/// Each key's signatures (signer key id, class), in order, as `gpg
+/// --check-sigs --with-colons` lists them.
+fn gpg_signature_order(home: &Path) -> BTreeMap<String, Vec<(String, String)>> {
+    let o = Command::new("gpg")
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--with-colons", "--check-sigs"])
+        .output()
+        .expect("run gpg");
+    let mut out = BTreeMap::new();
+    let (mut fpr, mut sigs, mut want_fpr) = (None::<String>, Vec::new(), false);
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split(':').collect();
+        match f[0] {
+            "pub" => {
+                if let Some(p) = fpr.take() {
+                    out.insert(p, std::mem::take(&mut sigs));
+                }
+                want_fpr = true;
+            }
+            "fpr" if want_fpr => {
+                fpr = Some(f[9].to_string());
+                want_fpr = false;
+            }
+            "sig" | "rev" => sigs.push((f[4].to_string(), f[10].to_string())),
+            _ => {}
+        }
+    }
+    if let Some(p) = fpr {
+        out.insert(p, sigs);
+    }
+    out
+}
+
+/// The same from `kbxscope list --check-sigs --json`.
+fn kbxscope_signature_order(keybox: &Path) -> BTreeMap<String, Vec<(String, String)>> {
+    let o = run(["list", "--check-sigs", "--json", keybox.to_str().unwrap()]);
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let sigs = v["signatures"].as_array().unwrap().iter().flat_map(|g| g["sigs"].as_array().unwrap().iter());
+            let pairs = sigs
+                .map(|s| (s["signer_key_id"].as_str().unwrap().to_string(), s["class"].as_str().unwrap().to_string()));
+            (v["fingerprint"].as_str().unwrap().to_string(), pairs.collect())
+        })
+        .collect()
+}
+
+/// Every key's signatures listed in `gpg --check-sigs`' order: the key's
+/// own, then the primary user id's, the other user ids', the subkeys'.
+fn signature_order_equals_gpg_on_real_keyrings() {
+    for keyring in KEYRINGS {
+        let home = imported(keyring);
+        let theirs = gpg_signature_order(home.path());
+        let ours = kbxscope_signature_order(&home.path().join("pubring.kbx"));
+        assert_eq!(ours.len(), theirs.len(), "{keyring}: keys listed");
+        for (fpr, want) in &theirs {
+            assert_eq!(ours.get(fpr), Some(want), "{keyring}: key {fpr}");
+        }
+        let n: usize = theirs.values().map(Vec::len).sum();
+        eprintln!("{keyring}: {n} signatures on {} keys, all in gpg's order", theirs.len());
+    }
+}
+
 crate::tests![
     listing_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
+    signature_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
 ];
