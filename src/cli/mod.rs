@@ -132,7 +132,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         }
         Job::Gen(a) => make::gen(a),
         Job::Convert(a) => make::convert(a, o.now, tally),
-        Job::Sweep(a, gnupg) => sweep::run(a, gnupg.as_ref(), o.now),
+        Job::Sweep(job) => sweep::run(job),
         Job::Record(r) => record::run(r, o.summary, o.trace.as_ref()),
     }
 }

@@ -130,10 +130,23 @@ pub enum Job {
     Gen(GenArgs),
     /// `convert`.
     Convert(ConvertArgs),
-    /// `sweep`, and the GnuPG program run beside it, if any.
-    Sweep(Box<SweepArgs>, Option<GnupgChoice>),
+    /// `sweep`.
+    Sweep(Box<SweepJob>),
     /// `record`.
     Record(RecordJob),
+}
+
+/// `sweep`, resolved.
+#[derive(Debug)]
+pub struct SweepJob {
+    /// What was typed.
+    pub args: SweepArgs,
+    /// What each run does, with its lookup.
+    pub workload: Workload,
+    /// The validity time of the validate workload, Unix seconds.
+    pub at: i64,
+    /// The GnuPG program run beside kbxscope's runs, if any.
+    pub gnupg: Option<GnupgChoice>,
 }
 
 /// The GnuPG program a sweep runs beside its own runs (`--with-gpgsm`,
@@ -208,10 +221,7 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Find(a) => find(a)?,
         Command::Gen(a) => Job::Gen(a),
         Command::Convert(a) => Job::Convert(a),
-        Command::Sweep(a) => {
-            let gnupg = sweep(&a, cli.io_summary.is_some())?;
-            Job::Sweep(Box::new(a), gnupg)
-        }
+        Command::Sweep(a) => Job::Sweep(Box::new(sweep(a, cli.io_summary.is_some(), now)?)),
         Command::Record(a) => Job::Record(record(a)),
     };
     Ok(Options { buffer_size: cli.kbx_buffer_size, summary: cli.io_summary, telemetry, trace, now, job })
@@ -275,10 +285,11 @@ fn find(a: FindArgs) -> Result<Job, clap::Error> {
     Ok(Job::Find { store, patterns, texts, all: a.all, json: a.json })
 }
 
-/// `sweep`'s checks: at most one of its outputs on stdout; no
-/// `--io-summary` (one summary is one buffer size; a sweep runs several);
-/// the GnuPG program beside it goes with the workload. The program chosen.
-fn sweep(a: &SweepArgs, io_summary: bool) -> Result<Option<GnupgChoice>, clap::Error> {
+/// `sweep`, resolved at time `now`, after its checks: at most one of its
+/// outputs on stdout; no `--io-summary` (one summary is one buffer size;
+/// a sweep runs several); the GnuPG program beside it goes with the
+/// workload.
+fn sweep(a: SweepArgs, io_summary: bool, now: i64) -> Result<SweepJob, clap::Error> {
     let to_stdout = a.exports.0.iter().map(|(_, p)| p).chain(a.plot.as_ref()).filter(|p| p.as_os_str() == "-").count();
     if to_stdout > 1 {
         let options: Vec<String> = Format::ALL.iter().map(|f| format!("--{}", f.option())).collect();
@@ -292,7 +303,7 @@ fn sweep(a: &SweepArgs, io_summary: bool) -> Result<Option<GnupgChoice>, clap::E
     }
     let workload = a.workload.clone().with(Strategy::from(a.lookup));
     let choice = |program, path: &PathBuf, option| Some(GnupgChoice { program, path: path.clone(), option });
-    Ok(match (&a.with_gpgsm, &a.with_gpg, &a.program, &workload) {
+    let gnupg = match (&a.with_gpgsm, &a.with_gpg, &a.program, &workload) {
         (Some(p), ..) => choice(Program::GpgsmValidate, p, "--with-gpgsm"),
         (None, Some(p), _, Workload::Sigs(mode, _)) => choice(Program::GpgSigs(*mode), p, "--with-gpg"),
         (None, Some(_), ..) => {
@@ -305,7 +316,8 @@ fn sweep(a: &SweepArgs, io_summary: bool) -> Result<Option<GnupgChoice>, clap::E
             choice(program, p, "--program")
         }
         (None, None, None, _) => None,
-    })
+    };
+    Ok(SweepJob { at: a.at.unwrap_or(now), workload, gnupg, args: a })
 }
 
 fn record(a: RecordArgs) -> RecordJob {

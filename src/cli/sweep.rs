@@ -4,20 +4,18 @@
 //! arguments to it, runs GnuPG for it and writes what it gives.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::SweepArgs;
-use super::gnupg::{GnupgRunner, Program};
+use super::gnupg::GnupgRunner;
 use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
-use super::resolve::GnupgChoice;
+use super::resolve::SweepJob;
 use super::store;
 use kbxscope::io::IoTally;
-use kbxscope::lookup::Strategy;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::sweep::export::{Exporter, Table};
 use kbxscope::sweep::{self, plot, Comparison, Progress, SweepError, Workload};
@@ -28,19 +26,14 @@ enum Sink {
     File(TempOutput),
 }
 
-fn open_sink(path: &Option<PathBuf>) -> Result<Option<Sink>> {
-    Ok(match path {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some(Sink::Stdout),
-        Some(p) => Some(Sink::File(TempOutput::open(p)?)),
-    })
+fn open_sink(path: &Path) -> Result<Sink> {
+    Ok(if path.as_os_str() == "-" { Sink::Stdout } else { Sink::File(TempOutput::open(path)?) })
 }
 
-fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
+fn finish_sink(sink: Sink, bytes: Vec<u8>) -> Result<()> {
     match sink {
-        None => {}
-        Some(Sink::Stdout) => std::io::stdout().write_all(&bytes)?,
-        Some(Sink::File(mut t)) => {
+        Sink::Stdout => std::io::stdout().write_all(&bytes)?,
+        Sink::File(mut t) => {
             t.write_all(&bytes)?;
             t.commit()?;
         }
@@ -50,11 +43,11 @@ fn finish_sink(sink: Option<Sink>, bytes: Vec<u8>) -> Result<()> {
 
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
-pub fn run(a: &SweepArgs, gnupg: Option<&GnupgChoice>, now: i64) -> Result<ExitCode> {
-    let exports =
-        a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(&Some(p.clone()))?))).collect::<Result<Vec<_>>>()?;
-    let plot_sink = open_sink(&a.plot)?;
-    let stdout_taken = exports.iter().map(|(_, s)| s).chain([&plot_sink]).any(|s| matches!(s, Some(Sink::Stdout)));
+pub fn run(job: &SweepJob) -> Result<ExitCode> {
+    let SweepJob { args: a, workload, at, gnupg } = job;
+    let exports = a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(p)?))).collect::<Result<Vec<_>>>()?;
+    let plot_sink = a.plot.as_deref().map(open_sink).transpose()?;
+    let stdout_taken = exports.iter().map(|(_, s)| s).chain(&plot_sink).any(|s| matches!(s, Sink::Stdout));
     // The look at the file is counted apart (not in any row, not in the
     // metrics) and reported as the sweep's `probe_events`.
     let probe = IoTally::with_observer(kbxscope::io::BufferSize::default(), None);
@@ -78,26 +71,23 @@ pub fn run(a: &SweepArgs, gnupg: Option<&GnupgChoice>, now: i64) -> Result<ExitC
             path.display()
         );
     }
-    let workload = a.workload.clone().with(Strategy::from(a.lookup));
     let trust = if matches!(workload, Workload::Validate(_)) {
         keybox::trustlist_for(&path, a.trustlist.as_deref())?
     } else {
         keybox::Trust { list: Default::default(), none_found: false }
     };
-    let at = a.at.unwrap_or(now);
     let cache_sizes = if a.cache_sizes.is_empty() { sweep::default_cache_sizes() } else { a.cache_sizes.clone() };
     let sizes = match (a.sizes.is_empty(), keyboxd) {
         (false, _) => a.sizes.clone(),
         (true, false) => sweep::default_sizes(),
         (true, true) => cache_sizes.clone(),
     };
-    let gnupg_trust = || a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
-    let runner = |program: Program, option: &str, p: &Path| {
-        let given = (p.as_os_str() != program.tool()).then_some(p);
-        GnupgRunner::new(program, option, given, &path, gnupg_trust().as_deref(), a.count_with)
-    };
     let mut gnupg = match gnupg {
-        Some(c) => Some(runner(c.program, c.option, &c.path)?),
+        Some(c) => {
+            let given = (c.path.as_os_str() != c.program.tool()).then_some(c.path.as_path());
+            let trust = a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
+            Some(GnupgRunner::new(c.program, c.option, given, &path, trust.as_deref(), a.count_with)?)
+        }
         None => None,
     };
     let compare = match (gnupg.as_mut(), &versus) {
@@ -108,11 +98,11 @@ pub fn run(a: &SweepArgs, gnupg: Option<&GnupgChoice>, now: i64) -> Result<ExitC
     };
     let plan = sweep::Plan {
         sizes: &sizes,
-        workload: &workload,
+        workload,
         runs: a.runs as usize,
         warmup: a.warmup as usize,
         trust: &trust.list,
-        at,
+        at: *at,
         keyboxd,
         builtin: a.file.is_none(),
         compare,
@@ -140,7 +130,7 @@ pub fn run(a: &SweepArgs, gnupg: Option<&GnupgChoice>, now: i64) -> Result<ExitC
         finish_sink(sink, format.render(&result))?;
     }
     if let Some(sink) = plot_sink {
-        finish_sink(Some(sink), plot::svg(&result).map_err(|e| anyhow::anyhow!("--plot: {e}"))?)?;
+        finish_sink(sink, plot::svg(&result).map_err(|e| anyhow::anyhow!("--plot: {e}"))?)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -123,6 +123,8 @@ pub struct Keyblock {
     /// signatures, user ids and photo ids, then subkeys): the parser would
     /// then see just these packets (see [`Self::as_composed`]).
     composed: bool,
+    /// [`Self::primary_uid_group`], found once when the keyblock is decoded.
+    primary_uid: Option<usize>,
 }
 
 impl Keyblock {
@@ -146,6 +148,7 @@ impl Keyblock {
             primary_body: None,
             decoded: Vec::new(),
             composed: true,
+            primary_uid: None,
         };
         let image = &bytes[within];
         let Ok(packets) = crate::kbx::keyblock::split_packets(image) else {
@@ -156,6 +159,7 @@ impl Keyblock {
                 kb.add(p, None, None);
             }
             kb.image = bytes;
+            kb.primary_uid = kb.find_primary_uid();
             return kb;
         };
         let mut start = 0;
@@ -192,6 +196,7 @@ impl Keyblock {
             _ => None,
         });
         kb.decoded = primary.chain(subkeys).collect();
+        kb.primary_uid = kb.find_primary_uid();
         kb
     }
 
@@ -416,6 +421,11 @@ impl Keyblock {
     /// move to the front (see [`primary_user`]). `None` when no user id
     /// qualifies.
     pub(crate) fn primary_uid_group(&self) -> Option<usize> {
+        self.primary_uid
+    }
+
+    /// [`Self::primary_uid_group`], from the user ids and their signatures.
+    fn find_primary_uid(&self) -> Option<usize> {
         let own = self.key_id()?;
         // The user ids before the first subkey, with their groups' indexes.
         let uids: Vec<(usize, &[u8])> = self
