@@ -72,6 +72,7 @@
 pub mod crypto;
 pub mod events;
 pub mod generate;
+pub mod gnupg_version;
 pub mod io;
 pub use kbx_format as kbx;
 pub mod keyboxd;

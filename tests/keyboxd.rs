@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 
 use crate::common::{fixture, io_summary, run, stderr, stdout, AT};
 use crate::gpg_live::{gpg_colons, ours};
+use kbxscope::gnupg_version::GnupgVersion;
+use kbxscope::openpgp::Judge;
 
 /// The databases, by the name of the keybox their keys came from.
 const DATABASES: [&str; 3] = ["gnupg-mixed", "gnupg-deleted", "gnupg24-v5"];
@@ -659,7 +661,13 @@ fn every_workload_on(path: &Path, case: &str) -> usize {
                         .extend(ran.outcome.problems.iter().chain(&ran.outcome.fatal).map(|e| ran.places.describe(e))),
                     Err(e) => errors.push(e.to_string()),
                 }
-                match workload::sigs::run(&store, Mode::CheckSigs, lookup, 1_800_000_000, |_| {}) {
+                match workload::sigs::run(
+                    &store,
+                    Mode::CheckSigs,
+                    lookup,
+                    Judge { version: GnupgVersion::V2_4, now: 1_800_000_000 },
+                    |_| {},
+                ) {
                     Ok(ran) => errors.extend(ran.outcome.fatal.iter().map(|e| ran.places.describe(e))),
                     Err(e) => errors.push(e.to_string()),
                 }

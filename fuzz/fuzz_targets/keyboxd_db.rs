@@ -11,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 
 use kbxscope::io::{BufferSize, IoTally};
 use kbxscope::lookup::Strategy;
-use kbxscope::openpgp::Mode;
+use kbxscope::gnupg_version::GnupgVersion;
+use kbxscope::openpgp::{Judge, Mode};
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::workload;
 
@@ -27,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = workload::dump::run(&db, |_, _| {});
     let _ = workload::list::run(&db, workload::TypeFilter::All, |_| {});
     let _ = workload::validate::run(&db, Strategy::Gnupg, &Default::default(), 1_800_000_000, |_| {});
-    let _ = workload::sigs::run(&db, Mode::CheckSigs, Strategy::Gnupg, 1_800_000_000, |_| {});
+    let _ = workload::sigs::run(&db, Mode::CheckSigs, Strategy::Gnupg, Judge { version: GnupgVersion::V2_4, now: 1_800_000_000 }, |_| {});
     drop(db);
     let names: Vec<_> = std::fs::read_dir(dir.path()).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     assert_eq!(names.len(), 1, "something was written beside the database");

@@ -8,6 +8,7 @@ use super::parse::{
     count, count_usize, keybox_path, parse_duration, parse_file_size, parse_listen, parse_push_url, parse_size,
     parse_time, parse_workload, workload_help, PushUrl,
 };
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::BufferSize;
 use kbxscope::sweep::export::Format;
 
@@ -24,8 +25,20 @@ pub struct Cli {
     /// (0 = the 8 KiB stream default, others round up to a multiple of
     /// 8 KiB); with a unit it is exact (4096B, 12k, 12KiB, 1M, 1MiB);
     /// 'unbuffered' sends every read to the operating system. At most 1 GiB.
-    #[arg(long, global = true, help_heading = "Global options", value_name = "SIZE", default_value = "64")]
-    pub kbx_buffer_size: BufferSize,
+    /// Default: the GnuPG version's (64 KiB for 2.4, 8 KiB for 2.2).
+    #[arg(long, global = true, help_heading = "Global options", value_name = "SIZE")]
+    pub kbx_buffer_size: Option<BufferSize>,
+
+    /// The GnuPG whose signature statuses and reads the replays of gpg
+    /// follow: 2.4 (the default: Debian 13, Fedora, Arch) or 2.2 (Debian 12,
+    /// Ubuntu LTS). 2.4 rejects every third-party SHA-1 certification of a
+    /// user id, 2.2 only those made after 2019-01-19; 2.2 does not check a
+    /// certification with a key that has expired or was revoked until it
+    /// has listed that key (and searches the whole keybox for it each
+    /// time); 2.2 reads through 8 KiB. Beside a real gpg (sweep --with-gpg,
+    /// --program) the model is that program's version.
+    #[arg(long, global = true, help_heading = "Global options", value_name = "VERSION", default_value = "2.4")]
+    pub gnupg_version: GnupgVersion,
 
     /// After the command, print the file events per operation, bytes read,
     /// logical reads and time per operation to stderr.
@@ -520,11 +533,12 @@ mod tests {
     fn global_options_parse_anywhere() {
         let cli = Cli::try_parse_from(["kbxscope", "stats", "x.kbx", "--kbx-buffer-size", "16", "--io-summary=json"])
             .unwrap();
-        assert_eq!(cli.kbx_buffer_size, BufferSize::Bytes(16384));
+        assert_eq!(cli.kbx_buffer_size, Some(BufferSize::Bytes(16384)));
         assert_eq!(cli.io_summary, Some(SummaryFormat::Json));
         let cli = Cli::try_parse_from(["kbxscope", "--io-summary", "dump", "x.kbx"]).unwrap();
         assert_eq!(cli.io_summary, Some(SummaryFormat::Text));
-        assert_eq!(cli.kbx_buffer_size, BufferSize::Bytes(65536));
+        assert_eq!(cli.kbx_buffer_size, None);
+        assert_eq!(cli.gnupg_version, GnupgVersion::V2_4);
     }
 
     #[test]

@@ -175,6 +175,11 @@ pub struct GnupgRunner {
 }
 
 impl GnupgRunner {
+    /// The GnuPG version this program is, where kbxscope models it.
+    pub fn gnupg_version(&self) -> Option<kbxscope::gnupg_version::GnupgVersion> {
+        kbxscope::gnupg_version::GnupgVersion::from_version_line(&self.version)
+    }
+
     /// Prepare a home for `program` (the executable `given`, else found on
     /// `PATH`; `option` asked for it) with the keybox, read through the
     /// instrumented layer on a tally of its own, and for gpgsm the

@@ -37,6 +37,7 @@ use anyhow::Result;
 
 use args::SummaryFormat;
 use kbxscope::io::IoTally;
+use kbxscope::openpgp::Judge;
 pub use report::Reported;
 use resolve::{Job, Options};
 
@@ -126,7 +127,10 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Validate { store, lookup, trustlist, at, json } => {
             read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, tally)
         }
-        Job::Sigs { store, mode, lookup, json } => sigs::list(store.as_deref(), *mode, *lookup, o.now, *json, tally),
+        Job::Sigs { store, mode, lookup, json } => {
+            let judge = Judge { version: o.version, now: o.now };
+            sigs::list(store.as_deref(), *mode, *lookup, judge, *json, tally)
+        }
         Job::Find { store, patterns, texts, all, json } => {
             read::find(store.as_deref(), patterns, texts, *all, *json, tally)
         }

@@ -18,6 +18,7 @@ use super::exporter::TelemetryOptions;
 use super::gnupg::Program;
 use super::parse::keybox_path;
 use super::trace::TraceLevel;
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::BufferSize;
 use kbxscope::kbx::search::Pattern;
 use kbxscope::lookup::Strategy;
@@ -29,8 +30,10 @@ use kbxscope::workload::TypeFilter;
 /// Everything a run needs, resolved.
 #[derive(Debug)]
 pub struct Options {
-    /// `--kbx-buffer-size`.
+    /// `--kbx-buffer-size`, else the GnuPG version's own.
     pub buffer_size: BufferSize,
+    /// `--gnupg-version`.
+    pub version: GnupgVersion,
     /// `--io-summary`.
     pub summary: Option<SummaryFormat>,
     /// The metrics' outputs.
@@ -147,6 +150,8 @@ pub struct SweepJob {
     pub at: i64,
     /// The GnuPG program run beside kbxscope's runs, if any.
     pub gnupg: Option<GnupgChoice>,
+    /// `--gnupg-version` (a GnuPG program run beside has its own).
+    pub version: GnupgVersion,
 }
 
 /// The GnuPG program a sweep runs beside its own runs (`--with-gpgsm`,
@@ -221,10 +226,12 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Find(a) => find(a)?,
         Command::Gen(a) => Job::Gen(a),
         Command::Convert(a) => Job::Convert(a),
-        Command::Sweep(a) => Job::Sweep(Box::new(sweep(a, cli.io_summary.is_some(), now)?)),
+        Command::Sweep(a) => Job::Sweep(Box::new(sweep(a, cli.io_summary.is_some(), now, cli.gnupg_version)?)),
         Command::Record(a) => Job::Record(record(a)),
     };
-    Ok(Options { buffer_size: cli.kbx_buffer_size, summary: cli.io_summary, telemetry, trace, now, job })
+    let version = cli.gnupg_version;
+    let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::Bytes(version.default_buffer_kib() as usize * 1024));
+    Ok(Options { buffer_size, version, summary: cli.io_summary, telemetry, trace, now, job })
 }
 
 impl From<LookupArg> for Strategy {
@@ -289,7 +296,7 @@ fn find(a: FindArgs) -> Result<Job, clap::Error> {
 /// outputs on stdout; no `--io-summary` (one summary is one buffer size;
 /// a sweep runs several); the GnuPG program beside it goes with the
 /// workload.
-fn sweep(a: SweepArgs, io_summary: bool, now: i64) -> Result<SweepJob, clap::Error> {
+fn sweep(a: SweepArgs, io_summary: bool, now: i64, version: GnupgVersion) -> Result<SweepJob, clap::Error> {
     let to_stdout = a.exports.0.iter().map(|(_, p)| p).chain(a.plot.as_ref()).filter(|p| p.as_os_str() == "-").count();
     if to_stdout > 1 {
         let options: Vec<String> = Format::ALL.iter().map(|f| format!("--{}", f.option())).collect();
@@ -317,7 +324,7 @@ fn sweep(a: SweepArgs, io_summary: bool, now: i64) -> Result<SweepJob, clap::Err
         }
         (None, None, None, _) => None,
     };
-    Ok(SweepJob { at: a.at.unwrap_or(now), workload, gnupg, args: a })
+    Ok(SweepJob { at: a.at.unwrap_or(now), workload, gnupg, version, args: a })
 }
 
 fn record(a: RecordArgs) -> RecordJob {

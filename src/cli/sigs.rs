@@ -12,15 +12,15 @@ use super::report::{report, say, Reported};
 use super::store;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
-use kbxscope::openpgp::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
+use kbxscope::openpgp::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::workload::sigs::{self, KeySigs};
 
-/// Run the listing at time `now` (Unix seconds).
+/// Run the listing, judged by `judge`.
 pub(super) fn list(
     file: Option<&Path>,
     mode: Mode,
     lookup: Strategy,
-    now: i64,
+    judge: Judge,
     json: bool,
     tally: &IoTally,
 ) -> Result<ExitCode> {
@@ -41,7 +41,7 @@ pub(super) fn list(
             failed = Some(e);
         }
     };
-    let ran = sigs::run(&store, mode, lookup, now, print)?;
+    let ran = sigs::run(&store, mode, lookup, judge, print)?;
     drop(store);
     if let Some(e) = failed {
         return Err(e.into());

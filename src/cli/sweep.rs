@@ -44,7 +44,7 @@ fn finish_sink(sink: Sink, bytes: Vec<u8>) -> Result<()> {
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
 pub fn run(job: &SweepJob) -> Result<ExitCode> {
-    let SweepJob { args: a, workload, at, gnupg } = job;
+    let SweepJob { args: a, workload, at, gnupg, version } = job;
     let exports = a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(p)?))).collect::<Result<Vec<_>>>()?;
     let plot_sink = a.plot.as_deref().map(open_sink).transpose()?;
     let stdout_taken = exports.iter().map(|(_, s)| s).chain(&plot_sink).any(|s| matches!(s, Sink::Stdout));
@@ -90,6 +90,8 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         }
         None => None,
     };
+    // Beside a GnuPG program, the model is that program's own version.
+    let version = gnupg.as_ref().and_then(GnupgRunner::gnupg_version).unwrap_or(*version);
     let compare = match (gnupg.as_mut(), &versus) {
         (Some(g), _) if a.program.is_some() => Some(Comparison::Program(g)),
         (Some(g), _) => Some(Comparison::Gnupg(g)),
@@ -103,6 +105,7 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         warmup: a.warmup as usize,
         trust: &trust.list,
         at: *at,
+        version,
         keyboxd,
         builtin: a.file.is_none(),
         compare,

@@ -39,6 +39,21 @@ impl Hash {
         }
     }
 
+    /// The hash of an OpenPGP hash algorithm; `None` for one not here.
+    pub(crate) fn of_openpgp(h: pgp::crypto::hash::HashAlgorithm) -> Option<Self> {
+        use pgp::crypto::hash::HashAlgorithm as H;
+        Some(match h {
+            H::Md5 => Hash::Md5,
+            H::Sha1 => Hash::Sha1,
+            H::Ripemd160 => Hash::Ripemd160,
+            H::Sha224 => Hash::Sha224,
+            H::Sha256 => Hash::Sha256,
+            H::Sha384 => Hash::Sha384,
+            H::Sha512 => Hash::Sha512,
+            _ => return None,
+        })
+    }
+
     /// The hash with this dotted digest-algorithm OID.
     pub(crate) fn by_oid(oid: &str) -> Option<Self> {
         Some(match oid {

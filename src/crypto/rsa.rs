@@ -2,7 +2,7 @@
 //! (the fast path, tried first; only a signature it verifies counts there)
 //! and RSA-PSS through the `rsa` crate.
 
-use rsa::{Pss, RsaPublicKey};
+use rsa::{BigUint, Pss, RsaPublicKey};
 use sha2::{Sha256, Sha384, Sha512};
 
 use super::Hash;
@@ -35,4 +35,17 @@ pub(crate) fn verify_pss(key: &RsaPublicKey, hash: Hash, digest: &[u8], sig: &[u
         _ => return false,
     };
     key.verify(pss, digest, sig).is_ok()
+}
+
+/// The largest RSA key gpg takes (libgcrypt's limit), in bits.
+const GNUPG_MAX_RSA_BITS: usize = 16384;
+
+/// RSA PKCS#1 v1.5 over `digest` with the key of modulus `n` and exponent
+/// `e` (big-endian), up to 16384 bits as gpg takes them (aws-lc-rs and the
+/// `rsa` crate's default stop at 8192 and 4096); `None` for a key the
+/// `rsa` crate refuses.
+pub(crate) fn verify_pkcs1_large(n: &[u8], e: &[u8], hash: Hash, digest: &[u8], sig: &[u8]) -> Option<bool> {
+    let key = RsaPublicKey::new_with_max_size(BigUint::from_bytes_be(n), BigUint::from_bytes_be(e), GNUPG_MAX_RSA_BITS)
+        .ok()?;
+    Some(key.verify(hash.pkcs1(), digest, sig).is_ok())
 }

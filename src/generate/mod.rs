@@ -168,15 +168,21 @@ mod tests {
         assert!(s.outside_certifications > 0 && s.outside_certifications < s.certifications, "{s:?}");
         let opener = crate::io::MemoryOpener::new(&g.keybox, BufferSize::Bytes(8192));
         let (mut good, mut no_key, mut other) = (0, 0, 0);
-        let outcome = run(&opener, Mode::CheckSigs, crate::lookup::Strategy::Index, i64::MAX, |k| {
-            for sig in k.signatures.iter().flat_map(|g| &g.sigs) {
-                match sig.status {
-                    SigStatus::Good => good += 1,
-                    SigStatus::NoKey => no_key += 1,
-                    _ => other += 1,
+        let outcome = run(
+            &opener,
+            Mode::CheckSigs,
+            crate::lookup::Strategy::Index,
+            crate::openpgp::Judge { version: Default::default(), now: i64::MAX },
+            |k| {
+                for sig in k.signatures.iter().flat_map(|g| &g.sigs) {
+                    match sig.status {
+                        SigStatus::Good => good += 1,
+                        SigStatus::NoKey => no_key += 1,
+                        _ => other += 1,
+                    }
                 }
-            }
-        })
+            },
+        )
         .unwrap();
         assert!(outcome.fatal.is_none(), "{:?}", outcome.fatal);
         assert_eq!((no_key, other), (s.outside_certifications, 0), "every signature made by a key in it is good");

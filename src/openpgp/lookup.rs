@@ -44,12 +44,17 @@
 //!   keys, the older half dropped when full) first, then the key-id search
 //!   on the cached handle as above. Found keyblocks also fill the user-id
 //!   cache, so the user id printed after the check comes from memory.
-//!   A keyblock gpg would not take (`finish_lookup`; here: a primary key
-//!   made in the future, which has no self-signature gpg accepts yet) is
-//!   passed over and the search goes on, to the next match or the end of
-//!   the file, on the same handle; a key-id search that ends there puts
-//!   the key id in the kid-not-found cache like any other that finds
-//!   nothing.
+//!   A keyblock gpg would not take (`finish_lookup`: a primary key made in
+//!   the future, which has no self-signature gpg accepts yet; for gpg 2.2
+//!   also one that has expired or was revoked, see
+//!   [`crate::gnupg_version`]) is passed over and the search goes on, to
+//!   the next match or the end of the file, on the same handle; a key-id
+//!   search that ends there does not put the key id in the kid-not-found
+//!   cache (only a search whose first step from the reset finds nothing
+//!   does). The key cache hands out what it holds without that check: a
+//!   key looked up for its user id (`get_pubkey` without a key, which
+//!   takes any keyblock) is there, so gpg 2.2 checks certifications by an
+//!   expired key once it has listed that key.
 //!
 //! kbxscope reproduces this read-only; it models neither the dotlock
 //! files nor `trustdb.gpg`, and verifies every signature (gpg also keeps a
@@ -100,13 +105,17 @@ pub(crate) trait SignerLookup {
     fn user_id_of(&mut self, kid: [u8; 8]) -> Found;
     /// A signer's key to verify a signature (gpg's `get_pubkey_for_sig`):
     /// by issuer fingerprint if the signature has one, else (or if that
-    /// finds nothing) by key id. `usable` says whether gpg would take a
-    /// keyblock it found (`finish_lookup`); where a strategy follows gpg's
-    /// searches it searches on past one it would not take.
+    /// finds nothing) by key id; `None` when gpg would find none it takes.
+    /// `usable` says whether gpg's search would take a keyblock it found
+    /// (`finish_lookup`); where a strategy follows gpg's searches it
+    /// searches on past one it would not take. gpg's key cache, in front of
+    /// the key-id search, hands out what it holds without asking `usable`:
+    /// [`Gnupg`] keeps that cache; the strategies that do not take an
+    /// unusable keyblock where `held` says the cache would hold it.
     ///
     /// # Errors
     /// I/O errors.
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>) -> Found;
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>, held: &Usable<'_>) -> Found;
 }
 
 /// Keyblocks already decoded, by file offset, with the bytes they were
@@ -135,7 +144,7 @@ impl Decoded {
             }
         }
         let Ok(Blob::Key(blob)) = parse_blob(image) else { return None };
-        let s = Arc::new(Signer::from_blob(&blob));
+        let s = Arc::new(Signer::from_blob(&blob, offset));
         self.by_offset.insert(offset, (image.to_vec(), s.clone()));
         Some(s)
     }
@@ -195,6 +204,15 @@ fn search_on<O: Opener>(
     })
 }
 
+/// What one of gpg's searches came to: the keyblock it took, and whether
+/// it passed over one it would not take on the way.
+pub(crate) struct Searched {
+    /// The keyblock taken.
+    pub(crate) found: Option<Arc<Signer>>,
+    /// Whether a matching keyblock was passed over.
+    pub(crate) passed_over: bool,
+}
+
 /// [`search_on`] on past matches gpg would not take, as its `lookup`
 /// loop does: the first usable one, or `None` at the end.
 fn search_usable<O: Opener>(
@@ -202,11 +220,12 @@ fn search_usable<O: Opener>(
     scratch: &mut Scratch,
     matches: impl Fn(&[u8]) -> bool,
     usable: &Usable<'_>,
-) -> Found {
+) -> Result<Searched, LookupError> {
+    let mut passed_over = false;
     loop {
         match search_on(h, Strategy::Gnupg, scratch, &matches)? {
-            Some(s) if !usable(&s) => {}
-            found => return Ok(found),
+            Some(s) if !usable(&s) => passed_over = true,
+            found => return Ok(Searched { found, passed_over }),
         }
     }
 }
@@ -218,7 +237,7 @@ pub(crate) trait Searches {
     /// `get_pubkey`'s key-id search through the cached lookup handle: the
     /// handle reset, then (unless the key id is `known_missing`) a search
     /// on past keyblocks gpg would not take.
-    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Found;
+    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Result<Searched, LookupError>;
     /// `get_pubkey_for_sig`'s fingerprint search on a new handle.
     fn fpr_search(&mut self, fpr: &[u8], usable: &Usable<'_>) -> Found;
 }
@@ -232,7 +251,7 @@ pub(crate) struct KeyboxSearches<O: Opener> {
 }
 
 impl<O: Opener + Clone> Searches for KeyboxSearches<O> {
-    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Found {
+    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Result<Searched, LookupError> {
         let mut h = match self.cached.take() {
             Some(mut h) => {
                 h.reset()?;
@@ -240,14 +259,18 @@ impl<O: Opener + Clone> Searches for KeyboxSearches<O> {
             }
             None => Handle::new(self.opener.clone(), Sought::Signer),
         };
-        let found = if known_missing { None } else { search_usable(&mut h, &mut self.scratch, by_kid(kid), usable)? };
+        let searched = if known_missing {
+            Searched { found: None, passed_over: false }
+        } else {
+            search_usable(&mut h, &mut self.scratch, by_kid(kid), usable)?
+        };
         self.cached = Some(h);
-        Ok(found)
+        Ok(searched)
     }
 
     fn fpr_search(&mut self, fpr: &[u8], usable: &Usable<'_>) -> Found {
         let mut h = Handle::new(self.opener.clone(), Sought::Signer);
-        let found = search_usable(&mut h, &mut self.scratch, by_fpr(fpr), usable)?;
+        let found = search_usable(&mut h, &mut self.scratch, by_fpr(fpr), usable)?.found;
         if self.cached.is_none() {
             self.cached = Some(h);
         }
@@ -315,8 +338,11 @@ impl<S: Searches> Gnupg<S> {
         let _span = tracing::info_span!(target: "kbx::lookup", "kid_search", kid = %crate::kbx::dump::hex_upper(&kid))
             .entered();
         let known_missing = self.kid_not_found.contains(&kid);
-        let found = self.searches.kid_search(kid, known_missing, usable)?;
-        if found.is_none() && !known_missing {
+        let Searched { found, passed_over } = self.searches.kid_search(kid, known_missing, usable)?;
+        // gpg's keydb remembers a key id only when the search's first
+        // step, the one from the reset, finds nothing: a search that went
+        // on past a keyblock it would not take leaves no trace.
+        if found.is_none() && !known_missing && !passed_over {
             self.kid_not_found.insert(kid);
         }
         if let Some(s) = &found {
@@ -331,11 +357,15 @@ impl<S: Searches> SignerLookup for Gnupg<S> {
         if let Some(s) = self.uid_cache.get(&kid) {
             return Ok(Some(s));
         }
-        self.kid_search(kid, &|_| true)?;
+        // `get_pubkey` without a key: any keyblock will do, and the key
+        // found goes into the key cache.
+        if let Some(s) = self.kid_search(kid, &|_| true)? {
+            self.pk_cache.insert(kid, &s);
+        }
         Ok(self.uid_cache.get(&kid))
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>) -> Found {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>, _: &Usable<'_>) -> Found {
         if let Some(fpr) = fpr {
             let _span =
                 tracing::info_span!(target: "kbx::lookup", "fpr_search", fpr = %crate::kbx::dump::hex_upper(fpr))
@@ -380,13 +410,14 @@ impl<O: Opener> SignerLookup for Scan<O> {
         self.rescan(by_kid(kid))
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], _: &Usable<'_>) -> Found {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>, held: &Usable<'_>) -> Found {
+        let taken = |s: &Arc<Signer>| usable(s) || held(s);
         if let Some(fpr) = fpr {
-            if let Some(s) = self.rescan(by_fpr(fpr))? {
+            if let Some(s) = self.rescan(by_fpr(fpr))?.filter(taken) {
                 return Ok(Some(s));
             }
         }
-        self.rescan(by_kid(kid))
+        Ok(self.rescan(by_kid(kid))?.filter(taken))
     }
 }
 
@@ -417,11 +448,12 @@ impl SignerLookup for &Index {
         Ok(self.by_kid.get(&kid).cloned())
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], _: &Usable<'_>) -> Found {
-        if let Some(s) = fpr.and_then(|f| self.by_fpr.get(f)) {
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>, held: &Usable<'_>) -> Found {
+        let taken = |s: &&Arc<Signer>| usable(s) || held(s);
+        if let Some(s) = fpr.and_then(|f| self.by_fpr.get(f)).filter(taken) {
             return Ok(Some(s.clone()));
         }
-        Ok(self.by_kid.get(&kid).cloned())
+        Ok(self.by_kid.get(&kid).filter(taken).cloned())
     }
 }
 
@@ -430,8 +462,8 @@ impl SignerLookup for Index {
         (&*self).user_id_of(kid)
     }
 
-    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>) -> Found {
-        (&*self).key_for_sig(fpr, kid, usable)
+    fn key_for_sig(&mut self, fpr: Option<&[u8]>, kid: [u8; 8], usable: &Usable<'_>, held: &Usable<'_>) -> Found {
+        (&*self).key_for_sig(fpr, kid, usable, held)
     }
 }
 

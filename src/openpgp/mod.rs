@@ -6,7 +6,8 @@
 //!   (`packets`);
 //! * `keyblock`: a keyblock split into components and signatures (no
 //!   I/O); `primary`: the primary user id picked as gpg does, which every
-//!   listing puts first; `issuer`: who made a signature; `packet_decode`: what the
+//!   listing puts first; `expiry`: when a primary key expires and whether
+//!   it was revoked, as gpg works it out; `issuer`: who made a signature; `packet_decode`: what the
 //!   `pgp` crate makes of each packet, from its bytes;
 //! * `raw`: key and signature packets read from their bytes, and the
 //!   digest gpg computes where the `pgp` crate cannot (v5);
@@ -20,6 +21,7 @@
 //! `x509`.
 
 mod describe;
+mod expiry;
 mod issuer;
 mod keyblock;
 pub(crate) mod lookup;
@@ -35,10 +37,11 @@ pub(crate) use describe::describe_keyblock;
 pub use describe::KeyblockError;
 pub use describe::OpenPgpKey;
 pub use describe::OpenPgpSubkey;
+pub use expiry::KeyLife;
 pub use lookup::Signer;
 pub(crate) use lookup::SignerLookup;
 pub use packets::WalkError;
 pub use raw::SigPacketError;
 pub use raw::{KeyPacket, SigPacket};
 pub(crate) use sigs::check_keyblock;
-pub use sigs::{Mode, SigCounts, SigGroup, SigLine, SigStatus};
+pub use sigs::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};

@@ -59,6 +59,18 @@ impl KeyPacket {
         Ok(Self { info, params, body: body.to_vec() })
     }
 
+    /// An RSA key's modulus and exponent as the packet holds them (also
+    /// where the `pgp` crate would not take the key: larger than 4096
+    /// bits); `None` for other algorithms.
+    pub(crate) fn rsa_material(&self) -> Option<(&[u8], &[u8])> {
+        if !matches!(self.algo, 1..=3) {
+            return None;
+        }
+        let (n, rest) = mpi(self.body.get(self.material_start..)?)?;
+        let (e, _) = mpi(rest)?;
+        Some((n, e))
+    }
+
     /// Append the key as a signature's digest takes it.
     fn hash_into(&self, out: &mut Vec<u8>) {
         frame_key(out, self.version, &self.body);

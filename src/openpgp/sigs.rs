@@ -14,6 +14,7 @@ use super::keyblock::{Component, Group, Keyblock, Part};
 use super::lookup::{Signer, SignerLookup};
 use super::raw::{self, SigPacket};
 use super::verify::{self, SignerKey, Verdict};
+use crate::gnupg_version::GnupgVersion;
 use crate::kbx::dump::hex_upper;
 use crate::lookup::LookupError;
 use crate::timefmt::rfc3339;
@@ -186,15 +187,27 @@ fn listed_class(c: u8) -> bool {
     matches!(c, 0x10..=0x13 | 0x18 | 0x1F | 0x20 | 0x28 | 0x30)
 }
 
+/// Whose judgement, and when: what a signature's status depends on
+/// besides its keyblock and its signer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Judge {
+    /// The GnuPG version whose rules apply.
+    pub version: GnupgVersion,
+    /// The time, Unix seconds.
+    pub now: i64,
+}
+
 /// Walk every signature of a keyblock in `mode`, looking signers up with
-/// `lookup` in the order gpg does.
+/// `lookup` in the order gpg does; the keyblock lies at `offset` (gpg's
+/// listing has come that far).
 ///
 /// # Errors
 /// I/O errors of the lookups.
 pub(crate) fn check_keyblock(
     kb: &Keyblock,
+    offset: u64,
     mode: Mode,
-    now: i64,
+    judge: Judge,
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, LookupError> {
     let own_ids = kb.key_ids();
@@ -248,7 +261,7 @@ pub(crate) fn check_keyblock(
             }
             let mut l = match mode {
                 Mode::WithSigs => line(Some(&meta), SigStatus::Unchecked, None),
-                Mode::CheckSigs => check_one(kb, i, part, &meta, &own_ids, now, lookup)?,
+                Mode::CheckSigs => check_one(kb, i, part, &meta, &own_ids, (judge, offset), lookup)?,
             };
             if !matches!(l.status, SigStatus::Error | SigStatus::NoKey) {
                 match lookup.user_id_of(kid)? {
@@ -270,18 +283,19 @@ pub(crate) fn check_keyblock(
 
 /// One signature through gpg's `check_key_signature2` (the arguments are
 /// what it reads: the keyblock, the signed component (its group's index),
-/// the signature
-/// packet (with its cached verdict) and what the listing read of it, the
-/// keyblock's own key ids, the time, and where other signers come from).
+/// the signature packet (with its cached verdict) and what the listing
+/// read of it, the keyblock's own key ids, whose rules and when, where the
+/// listing is, and where other signers come from).
 fn check_one(
     kb: &Keyblock,
     at: usize,
     part: &Part,
     meta: &Meta,
     own_ids: &[[u8; 8]],
-    now: i64,
+    (judge, listed_to): (Judge, u64),
     lookup: &mut impl SignerLookup,
 ) -> Result<SigLine, LookupError> {
+    let Judge { version, now } = judge;
     let done = |status, reason: Option<&str>| Ok(line(Some(meta), status, reason.map(str::to_string)));
     // gpg's time checks (`check_signature_metadata_validity`) on the key
     // that made the signature: a conflict when it is newer than the
@@ -312,23 +326,45 @@ fn check_one(
     if key_created.is_none() {
         return done(SigStatus::Error, Some("Unknown public key algorithm"));
     }
+    // Then what the signature is over: a certification of a user id needs
+    // one before it, a subkey binding a subkey (gpg finds none, `%`: "no
+    // user ID for key signature packet").
+    let before = &kb.groups[..=at];
+    if matches!(meta.class, 0x10..=0x13 | 0x30) && !before.iter().any(|g| matches!(g.component, Component::Uid(_))) {
+        return done(SigStatus::Error, Some("No user ID for key signature packet"));
+    }
+    if matches!(meta.class, 0x18 | 0x28) && !before.iter().any(|g| matches!(g.component, Component::Subkey(_))) {
+        return done(SigStatus::Error, Some("No subkey for subkey binding signature"));
+    }
     let kid = meta.kid;
     let other;
     let signer_kb = if own_ids.contains(&kid) {
         kb
     } else {
-        // gpg's lookup passes over a key made in the future: it has no
-        // self-signature gpg accepts yet (`merge_selfsigs`).
-        let usable = |s: &Signer| s.keyblock.created().is_none_or(|c| c <= now);
-        let Some(signer) = lookup.key_for_sig(meta.fpr.as_deref(), kid, &usable)? else {
+        // gpg looks the signer up for certifying (every class listed is a
+        // certification): it passes over a key made in the future, which
+        // has no self-signature gpg accepts yet (`merge_selfsigs`), and
+        // gpg 2.2 over a primary key that has expired or was revoked.
+        let made = |s: &Signer| s.keyblock.created().is_none_or(|c| c <= now);
+        let usable =
+            |s: &Signer| made(s) && (version.certifies_with_expired_keys() || !(s.life.revoked || s.life.expired(now)));
+        // gpg's key cache holds a key it has listed (see `lookup`).
+        let held = |s: &Signer| made(s) && s.offset <= listed_to;
+        let Some(signer) = lookup.key_for_sig(meta.fpr.as_deref(), kid, &usable, &held)? else {
             return done(SigStatus::NoKey, Some("No public key"));
         };
-        if !usable(&signer) {
-            return done(SigStatus::NoKey, Some("No public key"));
-        }
         other = signer;
         &other.keyblock
     };
+    // A third-party certification of a user id made with SHA-1 is
+    // rejected once its signer is found (`check_signature_over_key_or_uid`;
+    // only the primary key's own are self-signatures), by 2.2 only after
+    // its cut-off date.
+    let on_uid = matches!(meta.class, 0x10..=0x13 | 0x30);
+    let sha1 = meta.algorithms.is_some_and(|(_, hash)| hash == 2);
+    if on_uid && sha1 && Some(kid) != kb.key_id() && version.rejects_sha1_certification(meta.created.unwrap_or(0)) {
+        return done(SigStatus::Error, Some("Digest algorithm"));
+    }
     // The time checks, now on the signer's key (primary or subkey).
     let signer_key = SignerKey::find(signer_kb, &kid);
     let signer_created = match signer_key {
@@ -395,7 +431,7 @@ mod tests {
     fn statuses(mode: Mode, lookup: Strategy) -> Vec<(String, char, Option<String>)> {
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut out = Vec::new();
-        let outcome = run(&opener, mode, lookup, i64::MAX, |k| {
+        let outcome = run(&opener, mode, lookup, Judge { version: Default::default(), now: i64::MAX }, |k| {
             for s in k.signatures.iter().flat_map(|g| &g.sigs) {
                 out.push((s.signer_key_id.clone(), s.mark, s.signer_uid.clone()));
             }
@@ -422,7 +458,7 @@ mod tests {
         // gpg --list-sigs prints this user id for the fixture's first key.
         let opener = MemoryOpener::new(MIXED, BufferSize::Bytes(8192));
         let mut first = None;
-        run(&opener, Mode::WithSigs, Strategy::Index, i64::MAX, |k| {
+        run(&opener, Mode::WithSigs, Strategy::Index, Judge { version: Default::default(), now: i64::MAX }, |k| {
             if first.is_none() {
                 first = Some(k.signatures[1].sigs[0].signer_uid.clone());
             }

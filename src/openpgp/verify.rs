@@ -133,11 +133,27 @@ pub(super) fn verify_raw(
     signer: &raw::KeyPacket,
 ) -> Verdict {
     let unknown = || Verdict::Error("Unknown public key algorithm".into());
-    let Some(params) = signer.params.as_ref() else { return unknown() };
+    if signer.params.is_none() && signer.rsa_material().is_none() {
+        return unknown();
+    }
     let (digest, hash) = match raw::digest(sig, primary, signed) {
         Ok(d) => d,
         Err(raw::DigestError::Algorithm) => return Verdict::Error("Invalid digest algorithm".into()),
         Err(raw::DigestError::Left16) => return Verdict::Bad,
+    };
+    let Some(params) = signer.params.as_ref() else {
+        // An RSA key larger than the `pgp` crate takes (gpg takes up to
+        // 16384 bits; real keyrings hold 10240-bit keys).
+        let Some((n, e)) = signer.rsa_material() else { return unknown() };
+        let SignatureBytes::Mpis(mpis) = sig.bytes() else { return unknown() };
+        let ([value], Some(hash)) = (mpis.as_slice(), crate::crypto::Hash::of_openpgp(hash)) else {
+            return unknown();
+        };
+        return match crate::crypto::verify_pkcs1_large(n, e, hash, &digest, value.as_ref()) {
+            Some(true) => Verdict::Good,
+            Some(false) => Verdict::Bad,
+            None => unknown(),
+        };
     };
     match verify_digest(params, hash, &digest, &sig.bytes()) {
         Some(Ok(())) => Verdict::Good,
@@ -334,12 +350,10 @@ fn rsa_verified_fast(
     use rsa::traits::PublicKeyParts;
     let PublicParams::RSA(rsa) = params else { return false };
     let hash = match hash {
-        H::Sha1 => Hash::Sha1,
-        H::Sha256 => Hash::Sha256,
-        H::Sha384 => Hash::Sha384,
-        H::Sha512 => Hash::Sha512,
-        _ => return false,
+        H::Sha1 | H::Sha256 | H::Sha384 | H::Sha512 => Hash::of_openpgp(hash),
+        _ => None,
     };
+    let Some(hash) = hash else { return false };
     let Some((algorithm, digest_alg)) = aws_rsa_pkcs1(hash) else { return false };
     let SignatureBytes::Mpis(mpis) = sig else { return false };
     let [value] = mpis.as_slice() else { return false };

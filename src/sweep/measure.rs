@@ -11,9 +11,11 @@ use super::error::SweepError;
 use super::result::{SizeResult, Sweep, SweepSize, Times};
 use super::workloads::Workload;
 use crate::events::IoStats;
+use crate::gnupg_version::GnupgVersion;
 use crate::io::{BufferSize, IoTally};
 use crate::kbx::search::Pattern;
 use crate::lookup::Strategy;
+use crate::openpgp::Judge;
 use crate::store::{Store, StoreKind};
 use crate::workload;
 use crate::workload::stats::StoreStats;
@@ -79,6 +81,8 @@ pub(super) struct Runs<'a> {
     pub(super) trust: &'a TrustList,
     /// Validity time for the validate workload (Unix seconds).
     pub(super) at: i64,
+    /// Whose rules the signature workloads follow.
+    pub(super) version: GnupgVersion,
     /// The file is keyboxd's database: each size is SQLite's page cache.
     pub(super) keyboxd: bool,
     /// The second sweep of `--versus-keyboxd` (said in each [`Step`]).
@@ -96,7 +100,10 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally) -> R
     let (trust, at) = (plan.trust, plan.at);
     let fatal = match plan.workload {
         Workload::Validate(lookup) => workload::validate::run(&store, *lookup, trust, at, |_| {})?.outcome.fatal,
-        Workload::Sigs(mode, lookup) => workload::sigs::run(&store, *mode, *lookup, at, |_| {})?.outcome.fatal,
+        Workload::Sigs(mode, lookup) => {
+            let judge = Judge { version: plan.version, now: at };
+            workload::sigs::run(&store, *mode, *lookup, judge, |_| {})?.outcome.fatal
+        }
         Workload::List => workload::list::run(&store, workload::TypeFilter::All, |_| {})?.outcome.fatal,
         Workload::Stats => match workload::stats::run(&store)? {
             StoreStats::Keybox(outcome) => outcome.fatal,

@@ -33,6 +33,7 @@ pub use workloads::{Workload, WorkloadKind};
 
 use std::path::Path;
 
+use crate::gnupg_version::GnupgVersion;
 use crate::io::IoTally;
 use crate::x509::TrustList;
 
@@ -70,6 +71,9 @@ pub struct Plan<'a> {
     pub trust: &'a TrustList,
     /// Validity time for the validate workload (Unix seconds).
     pub at: i64,
+    /// The GnuPG version whose rules and reads the signature workloads
+    /// reproduce (with a GnuPG program to compare with, its own).
+    pub version: GnupgVersion,
     /// The file is keyboxd's database: each size is SQLite's page cache
     /// (`PRAGMA cache_size`), the workload is read through SQLite.
     pub keyboxd: bool,
@@ -90,7 +94,7 @@ pub struct Plan<'a> {
 /// # Errors
 /// The first failed run, kbxscope's or the GnuPG program's.
 pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> Result<Sweep, SweepError> {
-    let Plan { sizes, workload, runs, warmup, trust, at, keyboxd, builtin, mut compare, probe } = plan;
+    let Plan { sizes, workload, runs, warmup, trust, at, version, keyboxd, builtin, mut compare, probe } = plan;
     // With --program, kbxscope's run is the model: its events are the
     // same on every run, so one run per size.
     let model = matches!(compare, Some(Comparison::Program(_)));
@@ -101,6 +105,7 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
         warmup: if model { 0 } else { warmup },
         trust,
         at,
+        version,
         keyboxd,
         versus: false,
     };

@@ -72,6 +72,7 @@ fn plan<'a>(sizes: &'a [SweepSize], workload: &'a Workload, trust: &'a crate::x5
         warmup: 1,
         trust,
         at: 1_767_225_600,
+        version: crate::gnupg_version::GnupgVersion::V2_4,
         keyboxd: false,
         builtin: false,
         compare: None,

@@ -23,7 +23,7 @@ use crate::keyboxd::server::{Client, Server};
 use crate::keyboxd::{Filter, KeyboxImage, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::openpgp::lookup as signers;
-use crate::openpgp::{self, check_keyblock, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
+use crate::openpgp::{self, check_keyblock, Judge, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
 use crate::store::{Store, StoreError};
 use crate::timefmt::rfc3339;
 
@@ -57,8 +57,8 @@ pub struct SigsOutcome {
 }
 
 /// List every OpenPGP key of `store` with its signatures (`mode`: listed
-/// or checked), signers looked up with `lookup`, at time `at` (Unix
-/// seconds).
+/// or checked), signers looked up with `lookup`, judged by `judge` (a
+/// GnuPG version's rules, at a time).
 ///
 /// # Errors
 /// The store cannot be read before the listing starts; later problems
@@ -67,13 +67,13 @@ pub fn run(
     store: &Store,
     mode: Mode,
     lookup: Strategy,
-    at: i64,
+    judge: Judge,
     emit: impl FnMut(KeySigs),
 ) -> Result<Ran<SigsOutcome>, StoreError> {
     match store {
-        Store::Keybox { opener, .. } => Ok(Ran::keybox(on_keybox(opener, mode, lookup, at, emit)?)),
+        Store::Keybox { opener, .. } => Ok(Ran::keybox(on_keybox(opener, mode, lookup, judge, emit)?)),
         Store::Keyboxd { db, .. } => {
-            let (outcome, map) = on_database(db, mode, lookup, at, emit)?;
+            let (outcome, map) = on_database(db, mode, lookup, judge, emit)?;
             Ok(Ran::rows(outcome, map))
         }
     }
@@ -94,12 +94,12 @@ fn on_database(
     db: &Database,
     mode: Mode,
     lookup: Strategy,
-    at: i64,
+    judge: Judge,
     mut emit: impl FnMut(KeySigs),
 ) -> Result<(SigsOutcome, RowMap), KeyboxdError> {
     if lookup != Strategy::Gnupg {
         let image = KeyboxImage::read(db, Filter::OpenPgp)?;
-        let outcome = on_keybox(&image.opener(), mode, lookup, at, emit)?;
+        let outcome = on_keybox(&image.opener(), mode, lookup, judge, emit)?;
         return Ok((outcome, image.map));
     }
     let server = Server::start(db, Client::Gpg)?;
@@ -107,15 +107,15 @@ fn on_database(
     let mut out = SigsOutcome::default();
     let _cmd = tracing::info_span!(target: "kbx::lookup", "sigs", lookup = %lookup.name()).entered();
     let mut g = signers::Gnupg::with(signers::KeyboxdSearches::new(&server));
-    listing_pass(&listings, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut g, out, &mut emit))?;
+    listing_pass(&listings, &mut out, |k, signer, out| walk(k, signer, mode, judge, &mut g, out, &mut emit))?;
     Ok((out, listings.map()))
 }
 
 /// List every OpenPGP key (ephemeral ones are not listed, as in gpg)
-/// with its signatures, at time `at` (Unix seconds, as for
-/// `workload::validate::run`): gpg's compress check (`--lookup gnupg`)
-/// compares the header's maintenance time with it, and time conflicts are
-/// judged against it.
+/// with its signatures, judged by `judge`, whose time (Unix seconds, as
+/// for `workload::validate::run`) gpg's compress check (`--lookup gnupg`)
+/// compares the header's maintenance time with, and time conflicts and
+/// expiry are judged against.
 ///
 /// # Errors
 /// [`OpenError`] if the first handle cannot be opened; later problems are
@@ -124,7 +124,7 @@ pub fn on_keybox<O: Opener + Clone>(
     opener: &O,
     mode: Mode,
     lookup: Strategy,
-    at: i64,
+    judge: Judge,
     mut emit: impl FnMut(KeySigs),
 ) -> Result<SigsOutcome, OpenError> {
     let mut out = SigsOutcome::default();
@@ -132,18 +132,18 @@ pub fn on_keybox<O: Opener + Clone>(
     match lookup {
         Strategy::Gnupg => {
             let mut g = signers::Gnupg::new(opener.clone());
-            if let Err(e) = g.startup(at, true) {
+            if let Err(e) = g.startup(judge.now, true) {
                 if let LookupError::Open(o) = e {
                     return Err(o);
                 }
                 out.fatal = Some(ScanError::content(0, 0, e));
                 return Ok(out);
             }
-            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut g, out, &mut emit))?;
+            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, judge, &mut g, out, &mut emit))?;
         }
         Strategy::Scan => {
             let mut s = signers::Scan::new(opener.clone());
-            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, at, &mut s, out, &mut emit))?;
+            listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, judge, &mut s, out, &mut emit))?;
         }
         Strategy::Index => {
             // The pass only copies the blobs; the other cores decode them
@@ -153,7 +153,7 @@ pub fn on_keybox<O: Opener + Clone>(
             // The blob's bytes are handed over, not copied: the keyblock
             // is decoded in them and keeps them.
             let decode = |(index, offset, image): (u64, u64, Vec<u8>)| {
-                let mut signer = Signer::from_image(image).expect("the pass hands on only key blobs");
+                let mut signer = Signer::from_image(image, offset).expect("the pass hands on only key blobs");
                 let Ok(Blob::Key(blob)) = parse_blob(signer.keyblock.held_bytes()) else {
                     unreachable!("the same bytes parsed in the pass");
                 };
@@ -180,7 +180,7 @@ pub fn on_keybox<O: Opener + Clone>(
             let fatal = out.fatal.take();
             // A verdict depends only on the keyblock and its signer, so the
             // threads change no status.
-            let check = |i: usize| check_key(blob_indexes[i], &signers[i], mode, at, &mut { &index });
+            let check = |i: usize| check_key(blob_indexes[i], &signers[i], mode, judge, &mut { &index });
             cores::in_order(signers.len(), check, |i, groups| {
                 let Some(mut k) = keys[i].take() else { return false };
                 match groups {
@@ -213,7 +213,7 @@ fn listing_pass<O: Opener>(
 ) -> Result<(), OpenError> {
     blob_pass(opener, out, |index, offset, scan, out| {
         let Ok(Blob::Key(blob)) = parse_blob(scan.image()) else { return Ok(()) };
-        let signer = Signer::from_blob(&blob);
+        let signer = Signer::from_blob(&blob, offset);
         let key = listing(index, offset, &blob, &signer);
         f(key, Arc::new(signer), out)
     })
@@ -302,23 +302,23 @@ fn check_key(
     blob_index: u64,
     signer: &Signer,
     mode: Mode,
-    now: i64,
+    judge: Judge,
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, crate::lookup::LookupError> {
     let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = blob_index).entered();
-    check_keyblock(&signer.keyblock, mode, now, lookup)
+    check_keyblock(&signer.keyblock, signer.offset, mode, judge, lookup)
 }
 
 fn walk(
     mut k: KeySigs,
     signer: Arc<Signer>,
     mode: Mode,
-    now: i64,
+    judge: Judge,
     lookup: &mut impl SignerLookup,
     out: &mut SigsOutcome,
     emit: &mut impl FnMut(KeySigs),
 ) -> Result<(), ScanError> {
-    k.signatures = check_key(k.blob_index, &signer, mode, now, lookup)
+    k.signatures = check_key(k.blob_index, &signer, mode, judge, lookup)
         .map_err(|e| ScanError::content(k.blob_index, k.offset, e))?;
     finish(k, out, emit);
     Ok(())

@@ -105,6 +105,8 @@ mod tests {
             primary_uid: n.to_string().into_bytes(),
             key_ids: vec![kid],
             fingerprints: vec![fpr],
+            life: Default::default(),
+            offset: 0,
         })
     }
 

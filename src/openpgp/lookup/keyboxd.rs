@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Found, Searches, Signer, Usable};
+use super::{Found, Searched, Searches, Signer, Usable};
 use crate::io::sqlite::DbError;
 use crate::kbx::{parse_blob, Blob};
 use crate::keyboxd::server::{self, Search, Server, Session};
@@ -38,34 +38,39 @@ impl<'s, 'db> KeyboxdSearches<'s, 'db> {
             }
         }
         let Ok(Blob::Key(blob)) = parse_blob(&found.blob) else { return None };
-        let s = Arc::new(Signer::from_blob(&blob));
+        // Placed nowhere: only the strategies without gpg's caches ask
+        // where a signer lies, and keyboxd's replay has the caches.
+        let s = Arc::new(Signer::from_blob(&blob, u64::MAX));
         self.decoded.insert(found.row.ubid.clone(), (found.row.keyblob.clone(), s.clone()));
         Some(s)
     }
 
     /// `SEARCH` on `session`, then `NEXT` past what gpg would not take.
-    fn search_usable(&mut self, session: Session, what: &Search, usable: &Usable<'_>) -> Found {
+    fn search_usable(&mut self, session: Session, what: &Search, usable: &Usable<'_>) -> Result<Searched, LookupError> {
         let error = |source: DbError| LookupError::Keyboxd { sought: Sought::Signer, source: Box::new(source) };
         let mut found = self.server.search(session, what).map_err(error)?;
+        let mut passed_over = false;
         while let Some(f) = found {
-            if let Some(s) = self.signer(&f).filter(|s| usable(s)) {
-                return Ok(Some(s));
+            match self.signer(&f) {
+                Some(s) if usable(&s) => return Ok(Searched { found: Some(s), passed_over }),
+                Some(_) => passed_over = true,
+                None => {}
             }
             found = self.server.next(session).map_err(error)?;
         }
-        Ok(None)
+        Ok(Searched { found: None, passed_over })
     }
 }
 
 impl Searches for KeyboxdSearches<'_, '_> {
-    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Found {
+    fn kid_search(&mut self, kid: [u8; 8], known_missing: bool, usable: &Usable<'_>) -> Result<Searched, LookupError> {
         if known_missing {
-            return Ok(None);
+            return Ok(Searched { found: None, passed_over: false });
         }
         self.search_usable(self.cached, &Search::LongKid(kid), usable)
     }
 
     fn fpr_search(&mut self, fpr: &[u8], usable: &Usable<'_>) -> Found {
-        self.search_usable(self.fresh, &Search::Fpr(fpr.to_vec()), usable)
+        Ok(self.search_usable(self.fresh, &Search::Fpr(fpr.to_vec()), usable)?.found)
     }
 }
