@@ -3,7 +3,15 @@
 //! by the real gpg: kbxscope lists every key's user ids and subkeys in the
 //! order `gpg -k` lists them (the primary user id first, as gpg's
 //! `reorder_keyblock` puts it; GnuPG 2.2 and 2.4 choose it alike), and
-//! every key's signatures in the order `gpg --check-sigs` lists them.
+//! every key's signatures in the order `gpg --check-sigs` lists them, each
+//! with the status the machine's gpg gives it.
+//!
+//! And `tests/fixtures/real/debian-subset.kbx`, 24 keys of Debian's
+//! developer keyring that tell GnuPG 2.2 and 2.4 apart (SHA-1
+//! certifications, expired signers), with what gpg 2.2.40 and 2.4.7
+//! printed for it and the calls strace counted them making
+//! (`make-debian-subset.sh`): `--gnupg-version 2.2|2.4` gives each
+//! signature the status that version gave, and makes the same calls.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -111,16 +119,30 @@ fn listing_order_equals_gpg_on_real_keyrings() {
     }
 }
 
-/// Each key's signatures (signer key id, class), in order, as `gpg
-/// --check-sigs --with-colons` lists them.
-fn gpg_signature_order(home: &Path) -> BTreeMap<String, Vec<(String, String)>> {
+/// A key's signatures: (signer key id, class, mark) in order.
+type Sigs = Vec<(String, String, String)>;
+
+/// The time the live listings are made at (gpg's `--faked-system-time`,
+/// kbxscope's `--at`), so that both judge expiry alike.
+const LIVE_AT: (&str, &str) = ("20261201T000000!", "2026-12-01");
+
+/// Each key's signatures, in order, as `gpg --check-sigs --with-colons`
+/// lists them at [`LIVE_AT`].
+fn gpg_signature_order(home: &Path) -> BTreeMap<String, Sigs> {
     let o = Command::new("gpg")
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "--with-colons", "--check-sigs"])
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--faked-system-time", LIVE_AT.0])
+        .args(["--with-colons", "--check-sigs"])
         .output()
         .expect("run gpg");
+    colon_signatures(&String::from_utf8_lossy(&o.stdout))
+}
+
+/// Each key's signatures in a colon listing (`sig` and `rev` lines, by
+/// primary fingerprint).
+fn colon_signatures(text: &str) -> BTreeMap<String, Sigs> {
     let mut out = BTreeMap::new();
     let (mut fpr, mut sigs, mut want_fpr) = (None::<String>, Vec::new(), false);
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
+    for line in text.lines() {
         let f: Vec<&str> = line.split(':').collect();
         match f[0] {
             "pub" => {
@@ -133,7 +155,7 @@ fn gpg_signature_order(home: &Path) -> BTreeMap<String, Vec<(String, String)>> {
                 fpr = Some(f[9].to_string());
                 want_fpr = false;
             }
-            "sig" | "rev" => sigs.push((f[4].to_string(), f[10].to_string())),
+            "sig" | "rev" => sigs.push((f[4].to_string(), f[10].to_string(), f[1].to_string())),
             _ => {}
         }
     }
@@ -143,38 +165,123 @@ fn gpg_signature_order(home: &Path) -> BTreeMap<String, Vec<(String, String)>> {
     out
 }
 
-/// The same from `kbxscope list --check-sigs --json`.
-fn kbxscope_signature_order(keybox: &Path) -> BTreeMap<String, Vec<(String, String)>> {
-    let o = run(["list", "--check-sigs", "--json", keybox.to_str().unwrap()]);
-    String::from_utf8_lossy(&o.stdout)
+/// The same from `kbxscope [extra…] list --check-sigs --json --at AT
+/// --lookup LOOKUP`, and the `--io-summary=json` events.
+fn kbxscope_signatures(
+    keybox: &Path,
+    extra: &[&str],
+    at: &str,
+    lookup: &str,
+) -> (BTreeMap<String, Sigs>, serde_json::Value) {
+    let mut args = extra.to_vec();
+    args.extend(["--io-summary=json", "list", "--check-sigs", "--json", "--at", at, "--lookup", lookup]);
+    let o = run(args.iter().copied().chain([keybox.to_str().unwrap()]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sigs = String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             let sigs = v["signatures"].as_array().unwrap().iter().flat_map(|g| g["sigs"].as_array().unwrap().iter());
-            let pairs = sigs
-                .map(|s| (s["signer_key_id"].as_str().unwrap().to_string(), s["class"].as_str().unwrap().to_string()));
-            (v["fingerprint"].as_str().unwrap().to_string(), pairs.collect())
+            let text = |s: &serde_json::Value, k: &str| s[k].as_str().unwrap().to_string();
+            let mark = |s: &serde_json::Value| text(s, "mark").trim().to_string();
+            let triples = sigs.map(|s| (text(s, "signer_key_id"), text(s, "class"), mark(s)));
+            (v["fingerprint"].as_str().unwrap().to_string(), triples.collect())
         })
-        .collect()
+        .collect();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let summary = stderr.lines().rev().find_map(|l| serde_json::from_str(l).ok()).expect("an --io-summary line");
+    (sigs, summary)
 }
 
-/// Every key's signatures listed in `gpg --check-sigs`' order: the key's
-/// own, then the primary user id's, the other user ids', the subkeys'.
+/// The GnuPG version (`2.2`, `2.4`) of the gpg on PATH.
+fn machine_gpg_version() -> String {
+    let o = Command::new("gpg").arg("--version").output().expect("run gpg");
+    let first = String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string();
+    let v = first.rsplit(' ').next().unwrap_or_default();
+    v.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+/// Every key's signatures listed in `gpg --check-sigs`' order (the key's
+/// own, then the primary user id's, the other user ids', the subkeys'),
+/// each with the status the machine's gpg gives it, at the same time.
 fn signature_order_equals_gpg_on_real_keyrings() {
+    let version = machine_gpg_version();
     for keyring in KEYRINGS {
         let home = imported(keyring);
         let theirs = gpg_signature_order(home.path());
-        let ours = kbxscope_signature_order(&home.path().join("pubring.kbx"));
+        let keybox = home.path().join("pubring.kbx");
+        let (ours, _) = kbxscope_signatures(&keybox, &["--gnupg-version", &version], LIVE_AT.1, "gnupg");
         assert_eq!(ours.len(), theirs.len(), "{keyring}: keys listed");
         for (fpr, want) in &theirs {
             assert_eq!(ours.get(fpr), Some(want), "{keyring}: key {fpr}");
         }
         let n: usize = theirs.values().map(Vec::len).sum();
-        eprintln!("{keyring}: {n} signatures on {} keys, all in gpg's order", theirs.len());
+        eprintln!("{keyring}: {n} signatures on {} keys, all in gpg {version}'s order with its statuses", theirs.len());
     }
 }
 
+/// The subset fixture's directory.
+fn subset(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real").join(name)
+}
+
+/// What the subset's listings were made at (`make-debian-subset.sh`).
+const SUBSET_AT: &str = "2026-12-01";
+
+/// `--gnupg-version V` gives every signature of the subset the status gpg
+/// V gave it (2.2.40 and 2.4.7), with either lookup; the two versions
+/// differ on it.
+fn statuses_equal_each_gnupg_version_on_the_debian_subset() {
+    let keybox = subset("debian-subset.kbx");
+    let mut per_version = Vec::new();
+    for (version, printed) in [("2.2", "2.2.40"), ("2.4", "2.4.7")] {
+        let text = std::fs::read_to_string(subset(&format!("debian-subset.gpg-{printed}.check-sigs"))).unwrap();
+        let theirs = colon_signatures(&text);
+        assert_eq!(theirs.len(), 24, "{printed}: keys");
+        for lookup in ["gnupg", "index"] {
+            let (ours, _) = kbxscope_signatures(&keybox, &["--gnupg-version", version], SUBSET_AT, lookup);
+            assert_eq!(ours.len(), theirs.len(), "{version} {lookup}: keys listed");
+            for (fpr, want) in &theirs {
+                assert_eq!(ours.get(fpr), Some(want), "{version} --lookup {lookup}: key {fpr}");
+            }
+        }
+        per_version.push(theirs);
+    }
+    let differ = per_version[0]
+        .iter()
+        .flat_map(|(fpr, a)| a.iter().zip(&per_version[1][fpr]))
+        .filter(|(a, b)| a.2 != b.2)
+        .count();
+    assert!(differ > 100, "gpg 2.2.40 and 2.4.7 differ on {differ} statuses");
+    eprintln!("debian-subset: {differ} statuses differ between gpg 2.2.40 and 2.4.7; kbxscope gives each version's");
+}
+
+/// `--lookup gnupg` opens, reads, seeks and closes the subset as often as
+/// strace saw gpg 2.2.40 (8 KiB) and 2.4.7 (8 and 64 KiB) do it.
+fn reads_equal_each_gnupg_version_on_the_debian_subset() {
+    let counted = std::fs::read_to_string(subset("debian-subset.strace")).unwrap();
+    let mut rows = 0;
+    for line in counted.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let version = &f[0][..3];
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("pubring.kbx");
+        std::fs::copy(subset("debian-subset.kbx"), &copy).unwrap();
+        let extra = ["--gnupg-version", version, "--kbx-buffer-size", f[1]];
+        let (_, summary) = kbxscope_signatures(&copy, &extra, SUBSET_AT, "gnupg");
+        let events = &summary["events"];
+        for (i, op) in ["open", "read", "seek", "close"].iter().enumerate() {
+            let want: u64 = f[2 + i].parse().unwrap();
+            assert_eq!(events[op].as_u64(), Some(want), "gpg {} at {} KiB: {op}", f[0], f[1]);
+        }
+        rows += 1;
+    }
+    assert_eq!(rows, 3);
+}
+
 crate::tests![
+    statuses_equal_each_gnupg_version_on_the_debian_subset,
+    reads_equal_each_gnupg_version_on_the_debian_subset,
     listing_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
     signature_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
 ];

@@ -379,9 +379,11 @@ pub struct ListArgs {
     /// ~/.gnupg/trustlist.txt.
     #[arg(long, value_name = "FILE", requires = "with_validation")]
     pub trustlist: Option<PathBuf>,
-    /// Check validity periods at this time (RFC 3339, e.g. 2026-12-01T00:00:00Z,
-    /// or a date, 2026-12-01). Default: now.
-    #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "with_validation")]
+    /// Check validity periods (--with-validation) or judge signatures and
+    /// key expiry (--check-sigs, --with-sigs; as gpg's
+    /// --faked-system-time) at this time (RFC 3339, e.g.
+    /// 2026-12-01T00:00:00Z, or a date, 2026-12-01). Default: now.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<i64>,
     /// How issuers (--with-validation) or signers (--with-sigs, --check-sigs)
     /// are looked up: gnupg = gpgsm's or gpg's access pattern (default),

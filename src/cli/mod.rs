@@ -127,8 +127,8 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Validate { store, lookup, trustlist, at, json } => {
             read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, tally)
         }
-        Job::Sigs { store, mode, lookup, json } => {
-            let judge = Judge { version: o.version, now: o.now };
+        Job::Sigs { store, mode, lookup, at, json } => {
+            let judge = Judge { version: o.version, now: *at };
             sigs::list(store.as_deref(), *mode, *lookup, judge, *json, tally)
         }
         Job::Find { store, patterns, texts, all, json } => {

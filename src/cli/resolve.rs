@@ -113,6 +113,8 @@ pub enum Job {
         mode: Mode,
         /// How signers are looked up.
         lookup: Strategy,
+        /// The time signatures are judged at, Unix seconds.
+        at: i64,
         /// JSON lines.
         json: bool,
     },
@@ -257,7 +259,11 @@ fn list(a: ListArgs, now: i64) -> Result<Job, clap::Error> {
     }
     if a.with_sigs || a.check_sigs {
         let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
-        return Ok(Job::Sigs { store, mode, lookup, json: a.json });
+        return Ok(Job::Sigs { store, mode, lookup, at: a.at.unwrap_or(now), json: a.json });
+    }
+    if a.at.is_some() {
+        let msg = "the argument '--at' requires '--with-validation', '--with-sigs' or '--check-sigs'";
+        return Err(usage(clap::error::ErrorKind::MissingRequiredArgument, msg));
     }
     if a.lookup.is_some() {
         let msg = "the argument '--lookup' requires '--with-validation', '--with-sigs' or '--check-sigs'";
