@@ -173,8 +173,19 @@ fn kbxscope_signatures(
     at: &str,
     lookup: &str,
 ) -> (BTreeMap<String, Sigs>, serde_json::Value) {
+    kbxscope_listing(keybox, extra, "--check-sigs", at, lookup)
+}
+
+/// [`kbxscope_signatures`] with `--check-sigs` or `--with-sigs` (`mode`).
+fn kbxscope_listing(
+    keybox: &Path,
+    extra: &[&str],
+    mode: &str,
+    at: &str,
+    lookup: &str,
+) -> (BTreeMap<String, Sigs>, serde_json::Value) {
     let mut args = extra.to_vec();
-    args.extend(["--io-summary=json", "list", "--check-sigs", "--json", "--at", at, "--lookup", lookup]);
+    args.extend(["--io-summary=json", "list", mode, "--json", "--at", at, "--lookup", lookup]);
     let o = run(args.iter().copied().chain([keybox.to_str().unwrap()]));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let sigs = String::from_utf8_lossy(&o.stdout)
@@ -229,23 +240,27 @@ fn subset(name: &str) -> std::path::PathBuf {
 const SUBSET_AT: &str = "2026-12-01";
 
 /// `--gnupg-version V` gives every signature of the subset the status gpg
-/// V gave it (2.2.40 and 2.4.7), with either lookup; the two versions
-/// differ on it.
+/// V gave it (2.2.40 and 2.4.7), with either lookup, in `--check-sigs`
+/// and `--with-sigs` (`gpg --list-sigs`); the two versions differ on it.
 fn statuses_equal_each_gnupg_version_on_the_debian_subset() {
     let keybox = subset("debian-subset.kbx");
     let mut per_version = Vec::new();
     for (version, printed) in [("2.2", "2.2.40"), ("2.4", "2.4.7")] {
-        let text = std::fs::read_to_string(subset(&format!("debian-subset.gpg-{printed}.check-sigs"))).unwrap();
-        let theirs = colon_signatures(&text);
-        assert_eq!(theirs.len(), 24, "{printed}: keys");
-        for lookup in ["gnupg", "index"] {
-            let (ours, _) = kbxscope_signatures(&keybox, &["--gnupg-version", version], SUBSET_AT, lookup);
-            assert_eq!(ours.len(), theirs.len(), "{version} {lookup}: keys listed");
-            for (fpr, want) in &theirs {
-                assert_eq!(ours.get(fpr), Some(want), "{version} --lookup {lookup}: key {fpr}");
+        for (listing, mode) in [("list-sigs", "--with-sigs"), ("check-sigs", "--check-sigs")] {
+            let text = std::fs::read_to_string(subset(&format!("debian-subset.gpg-{printed}.{listing}"))).unwrap();
+            let theirs = colon_signatures(&text);
+            assert_eq!(theirs.len(), 24, "{printed} {listing}: keys");
+            for lookup in ["gnupg", "index"] {
+                let (ours, _) = kbxscope_listing(&keybox, &["--gnupg-version", version], mode, SUBSET_AT, lookup);
+                assert_eq!(ours.len(), theirs.len(), "{version} {mode} {lookup}: keys listed");
+                for (fpr, want) in &theirs {
+                    assert_eq!(ours.get(fpr), Some(want), "{version} {mode} --lookup {lookup}: key {fpr}");
+                }
+            }
+            if mode == "--check-sigs" {
+                per_version.push(theirs);
             }
         }
-        per_version.push(theirs);
     }
     let differ = per_version[0]
         .iter()
