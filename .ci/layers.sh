@@ -2,7 +2,7 @@
 # The arrows between the library's modules run one way:
 #   cli (binary) → sweep → workload → x509, openpgp → lookup → store → keyboxd → telemetry → io → events → kbx (format crate)
 #   x509 → crypto, openpgp → crypto; never x509 ⇄ openpgp
-# (generate stands beside them on the format crate; units and timefmt are
+# (generate stands beside them on the format crate; units, timefmt and gnupg_version are
 # leaves any module may use.) The compiler already keeps the format crate
 # free of everything of ours (it is a crate of its own) and the library
 # free of the CLI (the CLI lives in the binary); this check keeps the
@@ -20,11 +20,11 @@ declare -A allowed=(
   [store]="keyboxd io events kbx telemetry"
   [lookup]="keyboxd io events kbx telemetry"
   [x509]="crypto lookup keyboxd io events kbx telemetry timefmt"
-  [openpgp]="crypto lookup keyboxd io events kbx telemetry timefmt"
-  [workload]="x509 openpgp lookup store keyboxd io events kbx telemetry timefmt"
+  [openpgp]="crypto lookup keyboxd io events kbx telemetry timefmt gnupg_version"
+  [workload]="x509 openpgp lookup store keyboxd io events kbx telemetry timefmt gnupg_version"
   [generate]="kbx timefmt units"
   [record]="events units"
-  [sweep]="workload x509 openpgp lookup store keyboxd io events kbx telemetry generate timefmt units"
+  [sweep]="workload x509 openpgp lookup store keyboxd io events kbx telemetry generate timefmt units gnupg_version"
 )
 status=0
 for dir in */; do
