@@ -339,8 +339,9 @@ fn bad_input_case(kbx: &Path, alone: bool) {
             assert_eq!(ours(&kbxscope_json(kbx, mode, lookup)), want, "{mode} --lookup {lookup}");
         }
     }
-    // Text output lists them too, without a panic.
-    let o = run(["list", "--check-sigs", kbx.to_str().unwrap()]);
+    // Text output lists them too, without a panic (as gpg 2.2's does: 2.4's
+    // leaves out what it could not check for its algorithm).
+    let o = run(["--gnupg-version", "2.2", "list", "--check-sigs", kbx.to_str().unwrap()]);
     assert!(stdout(&o).contains("sig%"), "{}", stdout(&o));
     assert!(o.status.success(), "{}", stderr(&o));
 }

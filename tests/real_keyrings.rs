@@ -271,6 +271,48 @@ fn statuses_equal_each_gnupg_version_on_the_debian_subset() {
     eprintln!("debian-subset: {differ} statuses differ between gpg 2.2.40 and 2.4.7; kbxscope gives each version's");
 }
 
+/// gpg's human-readable listing without what kbxscope does not print: the
+/// keybox's name and its underline, and the user ids' validity column
+/// (`[ unknown]`, `[ expired]`: the trust database's).
+fn without_trust_column(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines().skip(2) {
+        let line = match line.strip_prefix("uid           [") {
+            Some(rest) => format!("uid           {}", rest.split_once("] ").map_or(rest, |(_, uid)| uid)),
+            None => line.to_string(),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// kbxscope's text listings are gpg V's human-readable `--check-sigs` and
+/// `--list-sigs`, line for line (V = 2.2.40, 2.4.7: which user ids,
+/// subkeys and signatures are shown, their order, flags and expiry notes,
+/// `[self-signature]`), and its summary counts gpg's.
+fn human_listings_equal_each_gnupg_version_on_the_debian_subset() {
+    let keybox = subset("debian-subset.kbx");
+    for (version, printed) in [("2.2", "2.2.40"), ("2.4", "2.4.7")] {
+        for (listing, mode) in [("list-sigs", "--with-sigs"), ("check-sigs", "--check-sigs")] {
+            let theirs =
+                std::fs::read_to_string(subset(&format!("debian-subset.gpg-{printed}.{listing}.human"))).unwrap();
+            let o = run(["--gnupg-version", version, "list", mode, "--at", SUBSET_AT, keybox.to_str().unwrap()]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let ours = String::from_utf8_lossy(&o.stdout);
+            let want = without_trust_column(&theirs);
+            let first = want.lines().zip(ours.lines()).position(|(a, b)| a != b);
+            assert!(ours == want, "{version} {mode}: first difference at line {first:?}");
+            if mode == "--check-sigs" {
+                let summary =
+                    std::fs::read_to_string(subset(&format!("debian-subset.gpg-{printed}.check-sigs.summary")));
+                let want = summary.unwrap().replace("gpg: ", "kbxscope: ");
+                assert_eq!(String::from_utf8_lossy(&o.stderr), want, "{version}: the summary");
+            }
+        }
+    }
+}
+
 /// `--lookup gnupg` opens, reads, seeks and closes the subset as often as
 /// strace saw gpg 2.2.40 (8 KiB) and 2.4.7 (8 and 64 KiB) do it.
 fn reads_equal_each_gnupg_version_on_the_debian_subset() {
@@ -297,6 +339,7 @@ fn reads_equal_each_gnupg_version_on_the_debian_subset() {
 crate::tests![
     statuses_equal_each_gnupg_version_on_the_debian_subset,
     reads_equal_each_gnupg_version_on_the_debian_subset,
+    human_listings_equal_each_gnupg_version_on_the_debian_subset,
     listing_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
     signature_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
 ];

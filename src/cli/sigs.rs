@@ -10,9 +10,11 @@ use anyhow::Result;
 
 use super::report::{report, say, Reported};
 use super::store;
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
-use kbxscope::openpgp::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+use kbxscope::openpgp::{Expiry, Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+use kbxscope::timefmt::rfc3339;
 use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing, judged by `judge`.
@@ -28,6 +30,7 @@ pub(super) fn list(
     let path = store.path().to_path_buf();
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
+    let mut shown = SigCounts::default();
     let print = |k: KeySigs| {
         if failed.is_some() {
             return;
@@ -35,7 +38,7 @@ pub(super) fn list(
         let r = if json {
             serde_json::to_writer(&mut out, &k).map_err(io::Error::from).and_then(|()| writeln!(out))
         } else {
-            out.write_all(render(&k, mode).as_bytes())
+            out.write_all(render(&k, mode, judge, &mut shown).as_bytes())
         };
         if let Err(e) = r {
             failed = Some(e);
@@ -49,7 +52,7 @@ pub(super) fn list(
     out.flush()?;
     drop(out);
     if mode == Mode::CheckSigs && !json {
-        eprint!("{}", summary(&ran.outcome.counts));
+        eprint!("{}", summary(&shown));
     }
     let mut reported: Vec<Reported> = ran.places.row_problems().iter().map(|p| say(&path, p)).collect();
     if let Some(e) = &ran.outcome.fatal {
@@ -78,27 +81,57 @@ pub fn summary(c: &SigCounts) -> String {
     s
 }
 
-/// One key the way `gpg --list-sigs` / `--check-sigs` prints it (without
-/// trust columns: kbxscope has no trust database).
-pub fn render(k: &KeySigs, mode: Mode) -> String {
+/// One key the way `gpg --list-sigs` / `--check-sigs` of `judge`'s
+/// version prints it (without trust columns: kbxscope has no trust
+/// database), counting in `shown` the statuses gpg's summary counts: gpg
+/// leaves out revoked and expired user ids and subkeys with their
+/// signatures, and the signatures whose signer is missing (counted); gpg
+/// 2.4 also the signatures it cannot use (not counted), sorts the rest
+/// and prints `[self-signature]` for the key's own.
+pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> String {
     let key = &k.key;
+    let v24 = judge.version == GnupgVersion::V2_4;
     let mut s = String::new();
-    let _ = writeln!(s, "pub   {} {} [{}]", key.algorithm, date(&key.created), key.usage);
+    let expiry = expiry_note(Expiry::of(&k.life, judge.now));
+    let _ = writeln!(s, "pub   {} {} [{}]{expiry}", key.algorithm, date(&key.created), key.usage);
     let _ = writeln!(s, "      {}", key.fingerprint);
     if let Some(p) = &k.problem {
         let _ = writeln!(s, "      [{p}]");
     }
-    for g in &k.signatures {
+    for g in k.signatures.iter().filter(|g| !g.unusable) {
         group_line(&mut s, k, g);
-        for l in &g.sigs {
+        let mut lines: Vec<&SigLine> = g.sigs.iter().filter(|l| !(v24 && l.unusable)).collect();
+        if v24 {
+            // gpg 2.4 sorts them (`--list-options sort-sigs`, on by
+            // default): self-signatures first, then by signer key id,
+            // creation time and class.
+            lines.sort_by(|a, b| {
+                let key = |l: &&SigLine| (!l.self_sig, l.signer_key_id.clone(), l.created.clone(), l.class_byte);
+                key(a).cmp(&key(b))
+            });
+        }
+        for l in lines {
+            shown.add(l.status);
             if mode == Mode::CheckSigs && l.status == SigStatus::NoKey {
                 continue; // gpg's text output leaves these out
             }
-            sig_line(&mut s, l);
+            // --list-sigs marks nothing (the colon listing marks a missing
+            // signer `?`).
+            let mark = if mode == Mode::WithSigs { ' ' } else { l.mark };
+            sig_line(&mut s, l, mark, v24 && l.self_sig);
         }
     }
     s.push('\n');
     s
+}
+
+/// gpg's note of a key's expiry after its usage.
+fn expiry_note(e: Option<Expiry>) -> String {
+    match e {
+        Some(Expiry { at, passed: true }) => format!(" [expired: {}]", date(&rfc3339(at))),
+        Some(Expiry { at, passed: false }) => format!(" [expires: {}]", date(&rfc3339(at))),
+        None => String::new(),
+    }
 }
 
 fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup) {
@@ -111,7 +144,8 @@ fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup) {
         }
         "sub" => match k.key.subkeys.iter().find(|sub| sub.fingerprint == g.label) {
             Some(sub) => {
-                let _ = writeln!(s, "sub   {} {} [{}]", sub.algorithm, date(&sub.created), sub.usage);
+                let expiry = expiry_note(g.expiry);
+                let _ = writeln!(s, "sub   {} {} [{}]{expiry}", sub.algorithm, date(&sub.created), sub.usage);
             }
             None => {
                 let _ = writeln!(s, "sub   unknown {}", g.label);
@@ -121,7 +155,9 @@ fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup) {
     }
 }
 
-fn sig_line(s: &mut String, l: &SigLine) {
+/// A signature's line with `mark`; `self_text`: `[self-signature]` for
+/// the user id.
+fn sig_line(s: &mut String, l: &SigLine, mark: char, self_text: bool) {
     let word = if matches!(l.class_byte, 0x20 | 0x28 | 0x30) { "rev" } else { "sig" };
     let level = match l.class_byte {
         0x11..=0x13 => char::from(b'0' + l.class_byte - 0x10),
@@ -129,11 +165,13 @@ fn sig_line(s: &mut String, l: &SigLine) {
     };
     let local = if l.class.get(2..3) == Some("l") { 'L' } else { ' ' };
     let created = l.created.as_deref().map_or("", date);
-    let _ = write!(s, "{word}{}{level} {local}      {} {created}  ", l.mark, l.signer_key_id);
+    let cols: String = l.columns.iter().collect();
+    let _ = write!(s, "{word}{mark}{level} {local}{cols} {} {created}  ", l.signer_key_id);
     match (l.status, &l.signer_uid) {
         (SigStatus::Error, _) => {
             let _ = write!(s, "[{}] ", l.reason.as_deref().unwrap_or("error"));
         }
+        (_, _) if self_text => s.push_str("[self-signature]"),
         (_, Some(uid)) => s.push_str(uid),
         (_, None) => s.push_str("[User ID not found]"),
     }

@@ -8,6 +8,13 @@
 //!   among those giving a key-expiration time; else a v3 key's own
 //!   expiration days. A time of 0 means none.
 //! * **Revoked:** a key revocation (0x20) made by the key itself.
+//! * **A subkey** expires at the key-expiration time of its newest binding
+//!   (0x18) by the primary key, or when the primary key does; it is
+//!   revoked by a subkey revocation (0x28) by the primary key.
+//! * **A user id** is revoked when the key's newest revocation of it
+//!   (0x30) is no older than its newest self-signature (or it has no
+//!   self-signature), and expired when that self-signature's own
+//!   expiration time has passed.
 //!
 //! gpg takes a self-signature only if it verifies; here its issuer is
 //! trusted (keyrings GnuPG wrote hold no forged self-signatures).
@@ -59,6 +66,44 @@ impl KeyLife {
     pub fn expired(&self, now: i64) -> bool {
         self.expires.is_some_and(|at| at < now)
     }
+
+    /// The subkey of `kb`'s group `at` on its own (see the module docs;
+    /// gpg also holds a subkey unusable when the primary key is).
+    pub(crate) fn of_subkey(kb: &Keyblock, at: usize) -> Self {
+        let (Some(own), Some(group)) = (kb.key_id(), kb.groups.get(at)) else { return Self::default() };
+        let Component::Subkey(Some(sub)) = &group.component else { return Self::default() };
+        let created = i64::from(sub.created_at().as_secs());
+        let revoked = !own_sigs(group, own, &|c| c == 0x28).is_empty();
+        let expires = newest(own_sigs(group, own, &|c| c == 0x18))
+            .and_then(|s| s.key_expiration_time())
+            .map(|d| d.as_secs())
+            .filter(|&d| d != 0)
+            .map(|d| created + i64::from(d));
+        Self { expires, revoked }
+    }
+
+    /// Whether the key is unusable at `now`: revoked or expired.
+    pub fn unusable(&self, now: i64) -> bool {
+        self.revoked || self.expired(now)
+    }
+}
+
+/// Whether gpg's listing leaves out the user id of `kb`'s group `at`
+/// (with its signatures): revoked, or its self-signature expired at `now`.
+pub(crate) fn uid_unusable(kb: &Keyblock, at: usize, now: i64) -> bool {
+    let (Some(own), Some(group)) = (kb.key_id(), kb.groups.get(at)) else { return false };
+    let made = |s: &Signature| i64::from(s.created().map_or(0, |t| t.as_secs()));
+    let Some(selfsig) = newest(own_sigs(group, own, &|c| matches!(c, 0x10..=0x13))) else {
+        // No self-signature: revoked if the key revoked it at all.
+        return !own_sigs(group, own, &|c| c == 0x30).is_empty();
+    };
+    let revoked = newest(own_sigs(group, own, &|c| c == 0x30)).is_some_and(|r| made(r) >= made(selfsig));
+    let expired = selfsig
+        .signature_expiration_time()
+        .map(|d| d.as_secs())
+        .filter(|&d| d != 0)
+        .is_some_and(|d| made(selfsig) + i64::from(d) < now);
+    revoked || expired
 }
 
 /// The signatures of `g` of a class `class` accepts made by the key `own`.

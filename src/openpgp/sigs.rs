@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use super::expiry::{uid_unusable, KeyLife};
 use super::issuer::{issuer_fpr, issuer_key_id};
 use super::keyblock::{Component, Group, Keyblock, Part};
 use super::lookup::{Signer, SignerLookup};
@@ -79,6 +80,22 @@ pub struct SigLine {
     /// The class byte.
     #[serde(skip)]
     pub class_byte: u8,
+    /// gpg's flag columns after the local mark in its human-readable
+    /// listings: `R` not revocable, `P` a policy URL, `N` notations, `X`
+    /// expired, and the trust-signature depth (`T` above 9); blanks where
+    /// they do not apply.
+    #[serde(skip)]
+    pub columns: [char; 5],
+    /// Made by the primary key itself (gpg 2.4's human-readable listings
+    /// print `[self-signature]` for it).
+    #[serde(skip)]
+    pub self_sig: bool,
+    /// A signature gpg 2.4's human-readable listings leave out (unless
+    /// `--list-options show-unusable-sigs`): in `--list-sigs` one with an
+    /// algorithm gpg does not know or a third-party SHA-1 one, in
+    /// `--check-sigs` one not checked for its algorithm.
+    #[serde(skip)]
+    pub unusable: bool,
 }
 
 /// A component and its signatures.
@@ -91,7 +108,38 @@ pub struct SigGroup {
     pub label: String,
     /// Its signatures in keyblock order.
     pub sigs: Vec<SigLine>,
+    /// A subkey's expiry, as gpg's listing shows it beside the subkey.
+    #[serde(skip)]
+    pub expiry: Option<Expiry>,
+    /// A revoked or expired user id or subkey (or any subkey of a revoked
+    /// or expired key), which gpg's human-readable listings leave out with
+    /// its signatures (unless `--list-options show-unusable-uids`,
+    /// `show-unusable-subkeys`).
+    #[serde(skip)]
+    pub unusable: bool,
 }
+
+/// A key's expiry as gpg's listings show it (`[expires: …]`,
+/// `[expired: …]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    /// When, Unix seconds.
+    pub at: i64,
+    /// Whether that has passed.
+    pub passed: bool,
+}
+
+impl Expiry {
+    /// The expiry of a key with `life` at `now`.
+    pub fn of(life: &KeyLife, now: i64) -> Option<Self> {
+        life.expires.map(|at| Self { at, passed: life.expired(now) })
+    }
+}
+
+/// The reasons gpg 2.4's human-readable `--check-sigs` leaves a signature
+/// out for (`GPG_ERR_DIGEST_ALGO`, `GPG_ERR_PUBKEY_ALGO`), unless
+/// `--list-options show-unusable-sigs`.
+const UNUSABLE: [&str; 3] = ["Digest algorithm", "Invalid digest algorithm", "Unknown public key algorithm"];
 
 /// Counts over a listing, as gpg's `--check-sigs` summary gives them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -178,7 +226,30 @@ fn line(meta: Option<&Meta>, status: SigStatus, reason: Option<String>) -> SigLi
         mark: status.mark(),
         reason,
         class_byte,
+        self_sig: false,
+        unusable: false,
+        columns: [' '; 5],
     }
+}
+
+/// gpg's flag columns of a signature at `now` (see [`SigLine::columns`]).
+fn columns(sig: &pgp::packet::Signature, now: i64) -> [char; 5] {
+    let flag = |on: bool, c: char| if on { c } else { ' ' };
+    let created = i64::from(sig.created().map_or(0, |t| t.as_secs()));
+    let expired =
+        sig.signature_expiration_time().map(|d| d.as_secs()).is_some_and(|d| d != 0 && created + i64::from(d) < now);
+    let depth = match sig.trust_signature().map(|t| t.0) {
+        Some(d @ 1..=9) => char::from(b'0' + d),
+        Some(10..) => 'T',
+        _ => ' ',
+    };
+    [
+        flag(!sig.is_revocable(), 'R'),
+        flag(sig.policy_uri().is_some(), 'P'),
+        flag(!sig.notations().is_empty(), 'N'),
+        flag(expired, 'X'),
+        depth,
+    ]
 }
 
 /// Whether gpg lists a signature of this class (others get its
@@ -211,6 +282,9 @@ pub(crate) fn check_keyblock(
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, LookupError> {
     let own_ids = kb.key_ids();
+    let own = kb.key_id();
+    let now = judge.now;
+    let primary_life = KeyLife::of(kb);
     let mut groups = Vec::with_capacity(kb.groups.len());
     // gpg lists the primary user id first (`reorder_keyblock`), right
     // after the primary key's own signatures, and looks signers up in
@@ -218,6 +292,12 @@ pub(crate) fn check_keyblock(
     let first_uid = kb.primary_uid_group();
     let rest = (1..kb.groups.len()).filter(|&i| Some(i) != first_uid);
     for (i, g) in std::iter::once(0).chain(first_uid).chain(rest).map(|i| (i, &kb.groups[i])) {
+        let sub_life = matches!(g.component, Component::Subkey(_)).then(|| KeyLife::of_subkey(kb, i));
+        let unusable = match &g.component {
+            Component::Uid(_) | Component::Uat(_) => uid_unusable(kb, i, now),
+            Component::Subkey(_) => primary_life.unusable(now) || sub_life.is_some_and(|l| l.unusable(now)),
+            Component::Key => false,
+        };
         let (kind, label) = match &g.component {
             Component::Key => ("key", String::new()),
             Component::Uid(u) => ("uid", String::from_utf8_lossy(u.id()).into_owned()),
@@ -259,9 +339,28 @@ pub(crate) fn check_keyblock(
                 ));
                 continue;
             }
+            let self_sig = Some(kid) == own;
             let mut l = match mode {
                 Mode::WithSigs => line(Some(&meta), SigStatus::Unchecked, None),
                 Mode::CheckSigs => check_one(kb, i, part, &meta, &own_ids, (judge, offset), lookup)?,
+            };
+            l.self_sig = self_sig;
+            if let Ok(sig) = &part.decoded {
+                l.columns = columns(sig, now);
+            }
+            // What gpg 2.4's human-readable listings leave out: --list-sigs
+            // a signature with an algorithm it does not know or a
+            // third-party SHA-1 one, --check-sigs one it could not check
+            // for its algorithm.
+            l.unusable = match mode {
+                Mode::WithSigs => meta.algorithms.is_some_and(|(pub_alg, hash)| {
+                    !matches!(pub_alg, 1..=3 | 16 | 17 | 19 | 20 | 22)
+                        || !matches!(hash, 1..=3 | 8..=11)
+                        || (hash == 2 && !self_sig)
+                }),
+                Mode::CheckSigs => {
+                    l.status == SigStatus::Error && l.reason.as_deref().is_some_and(|r| UNUSABLE.contains(&r))
+                }
             };
             if !matches!(l.status, SigStatus::Error | SigStatus::NoKey) {
                 match lookup.user_id_of(kid)? {
@@ -276,7 +375,7 @@ pub(crate) fn check_keyblock(
             }
             sigs.push(l);
         }
-        groups.push(SigGroup { kind, label, sigs });
+        groups.push(SigGroup { kind, label, sigs, expiry: sub_life.and_then(|l| Expiry::of(&l, now)), unusable });
     }
     Ok(groups)
 }
@@ -327,14 +426,14 @@ fn check_one(
         return done(SigStatus::Error, Some("Unknown public key algorithm"));
     }
     // Then what the signature is over: a certification of a user id needs
-    // one before it, a subkey binding a subkey (gpg finds none, `%`: "no
-    // user ID for key signature packet").
+    // one before it, a subkey binding a subkey (else gpg logs "no user ID
+    // for key signature packet" and lists an invalid signature class).
     let before = &kb.groups[..=at];
     if matches!(meta.class, 0x10..=0x13 | 0x30) && !before.iter().any(|g| matches!(g.component, Component::Uid(_))) {
-        return done(SigStatus::Error, Some("No user ID for key signature packet"));
+        return done(SigStatus::Error, Some("Invalid signature class"));
     }
     if matches!(meta.class, 0x18 | 0x28) && !before.iter().any(|g| matches!(g.component, Component::Subkey(_))) {
-        return done(SigStatus::Error, Some("No subkey for subkey binding signature"));
+        return done(SigStatus::Error, Some("Invalid signature class"));
     }
     let kid = meta.kid;
     let other;

@@ -23,7 +23,9 @@ use crate::keyboxd::server::{Client, Server};
 use crate::keyboxd::{Filter, KeyboxImage, KeyboxdError, ListingOpener, RowMap};
 use crate::lookup::{LookupError, Strategy};
 use crate::openpgp::lookup as signers;
-use crate::openpgp::{self, check_keyblock, Judge, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup};
+use crate::openpgp::{
+    self, check_keyblock, Judge, KeyLife, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup,
+};
 use crate::store::{Store, StoreError};
 use crate::timefmt::rfc3339;
 
@@ -43,6 +45,10 @@ pub struct KeySigs {
     pub problem: Option<String>,
     /// Its components and their signatures, in keyblock order.
     pub signatures: Vec<SigGroup>,
+    /// When its primary key expires and whether it was revoked (gpg's
+    /// listings show it beside the key).
+    #[serde(skip)]
+    pub life: KeyLife,
 }
 
 /// How the listing ended.
@@ -285,7 +291,7 @@ fn listing(index: u64, offset: u64, blob: &KeyBlob<'_>, signer: &Signer) -> KeyS
             (key, Some(why))
         }
     };
-    KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }
+    KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new(), life: signer.life }
 }
 
 /// Count a key's statuses and hand it on.
