@@ -12,6 +12,10 @@
 //! printed for it and the calls strace counted them making
 //! (`make-debian-subset.sh`): `--gnupg-version 2.2|2.4` gives each
 //! signature the status that version gave, and makes the same calls.
+//!
+//! And `tests/fixtures/real/ca-certificates.kbx`, Debian's CA bundle
+//! imported by gpgsm 2.4.7, with what gpgsm 2.2.40 and 2.4.7 said of each
+//! certificate with and without a trustlist (`make-ca-certificates.sh`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -313,6 +317,63 @@ fn human_listings_equal_each_gnupg_version_on_the_debian_subset() {
     }
 }
 
+/// (sha1 fingerprint, verdict) of each certificate in gpgsm's
+/// `-k --with-validation` (2.2 says `fingerprint:`, 2.4 `sha1 fpr:`).
+fn gpgsm_verdicts(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut fpr = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(f) = line.strip_prefix("fingerprint: ").or_else(|| line.strip_prefix("sha1 fpr: ")) {
+            fpr = Some(f.replace(':', ""));
+        }
+        if let Some(v) = line.strip_prefix("[certificate is ") {
+            out.insert(fpr.take().expect("a fingerprint before the verdict"), v.trim_end_matches(']').to_string());
+        }
+    }
+    out
+}
+
+/// `--gnupg-version V list --with-validation` gives every root of Debian's
+/// CA bundle gpgsm V's verdict (V = 2.2.40, 2.4.7), with and without a
+/// trustlist, with every lookup.
+fn ca_bundle_verdicts_equal_each_gpgsm_version() {
+    let trustlist = subset("ca-certificates.trustlist.txt");
+    // A copy of its own: kbxscope takes a trustlist next to a keybox
+    // (`NAME.trustlist.txt`) when none is given.
+    let alone = tempfile::tempdir().unwrap();
+    let keybox = alone.path().join("ca-certificates.kbx");
+    std::fs::copy(subset("ca-certificates.kbx"), &keybox).unwrap();
+    for (version, printed) in [("2.2", "2.2.40"), ("2.4", "2.4.7")] {
+        for trust in ["without", "with"] {
+            let text = std::fs::read_to_string(subset(&format!("ca-certificates.gpgsm-{printed}.{trust}-trustlist")));
+            let theirs = gpgsm_verdicts(&text.unwrap());
+            assert_eq!(theirs.len(), 144, "gpgsm {printed} {trust} a trustlist");
+            for lookup in ["gnupg", "index", "scan"] {
+                let mut args =
+                    vec!["--gnupg-version", version, "list", "--with-validation", "--json", "--at", SUBSET_AT];
+                args.extend(["--lookup", lookup]);
+                if trust == "with" {
+                    args.extend(["--trustlist", trustlist.to_str().unwrap()]);
+                }
+                let o = run(args.iter().copied().chain([keybox.to_str().unwrap()]));
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                let ours: BTreeMap<String, String> = String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .map(|l| {
+                        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                        let verdict = match v["validation"]["reason"].as_str() {
+                            None => "good".to_string(),
+                            Some(r) => format!("bad: {r}"),
+                        };
+                        (v["fingerprint"].as_str().unwrap().to_string(), verdict)
+                    })
+                    .collect();
+                assert_eq!(ours, theirs, "gpgsm {printed} {trust} a trustlist, --lookup {lookup}");
+            }
+        }
+    }
+}
+
 /// `--lookup gnupg` opens, reads, seeks and closes the subset as often as
 /// strace saw gpg 2.2.40 (8 KiB) and 2.4.7 (8 and 64 KiB) do it.
 fn reads_equal_each_gnupg_version_on_the_debian_subset() {
@@ -340,6 +401,7 @@ crate::tests![
     statuses_equal_each_gnupg_version_on_the_debian_subset,
     reads_equal_each_gnupg_version_on_the_debian_subset,
     human_listings_equal_each_gnupg_version_on_the_debian_subset,
+    ca_bundle_verdicts_equal_each_gpgsm_version,
     listing_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
     signature_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
 ];
