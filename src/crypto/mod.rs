@@ -15,4 +15,4 @@ pub mod tally;
 pub(crate) use ecdsa::{fit_left, verify_ecdsa};
 pub(crate) use eddsa::verify_ed448;
 pub use hash::Hash;
-pub(crate) use rsa::{aws_rsa_pkcs1, verify_pkcs1_large, verify_pss};
+pub(crate) use rsa::{aws_rsa_pkcs1, verify_pkcs1_large, verify_pss, ParsedRsa};

@@ -49,3 +49,46 @@ pub(crate) fn verify_pkcs1_large(n: &[u8], e: &[u8], hash: Hash, digest: &[u8], 
         .ok()?;
     Some(key.verify(hash.pkcs1(), digest, sig).is_ok())
 }
+
+/// One RSA key's aws-lc-rs keys, parsed on first use, one per hash
+/// (aws-lc-rs binds a parsed key to its algorithm). A parsed key keeps its
+/// Montgomery arithmetic, which aws-lc sets up again for every unparsed
+/// one: a signer that verifies many signatures pays for it once.
+#[derive(Default, Clone)]
+pub(crate) struct ParsedRsa {
+    parsed: [std::sync::OnceLock<Option<aws_lc_rs::signature::ParsedPublicKey>>; 4],
+}
+
+impl std::fmt::Debug for ParsedRsa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ParsedRsa")
+    }
+}
+
+impl ParsedRsa {
+    /// Verify a PKCS#1 v1.5 `sig` (as long as the modulus) over `digest`
+    /// with the key whose PKCS#1 DER `der` makes (asked for once per
+    /// hash); `None` for a hash aws-lc-rs does not pair with PKCS#1 or a
+    /// key it refuses.
+    pub(crate) fn verify(
+        &self,
+        hash: Hash,
+        der: impl FnOnce() -> Option<Vec<u8>>,
+        digest: &[u8],
+        sig: &[u8],
+    ) -> Option<bool> {
+        let slot = match hash {
+            Hash::Sha1 => 0,
+            Hash::Sha256 => 1,
+            Hash::Sha384 => 2,
+            Hash::Sha512 => 3,
+            _ => return None,
+        };
+        let (algorithm, digest_alg) = aws_rsa_pkcs1(hash)?;
+        let key = self.parsed[slot]
+            .get_or_init(|| aws_lc_rs::signature::ParsedPublicKey::new(algorithm, der()?).ok())
+            .as_ref()?;
+        let digest = aws_lc_rs::digest::Digest::import_less_safe(digest, digest_alg).ok()?;
+        Some(key.verify_digest_sig(&digest, sig).is_ok())
+    }
+}

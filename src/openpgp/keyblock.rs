@@ -86,6 +86,8 @@ pub(super) struct DecodedKey {
     pub(super) serialized: Vec<u8>,
     /// `None` for the primary key, else the index of the subkey's group.
     pub(super) group: Option<usize>,
+    /// The key as aws-lc-rs verifies with it, parsed on first use (RSA).
+    pub(super) rsa: crate::crypto::ParsedRsa,
 }
 
 impl DecodedKey {
@@ -99,7 +101,7 @@ impl DecodedKey {
             (KeyVersion::V6, f) if f.len() >= 8 => key_id_of(&f[..8]),
             _ => key_id_of(key.legacy_key_id().as_ref()),
         };
-        Some(Self { id, fingerprint, serialized: key.to_bytes().ok()?, group })
+        Some(Self { id, fingerprint, serialized: key.to_bytes().ok()?, group, rsa: Default::default() })
     }
 }
 

@@ -87,15 +87,19 @@ pub(super) fn verify(kb: &Keyblock, at: usize, sig: &Signature, signer: SignerKe
     let class = sig.typ().map_or(0, u8::from);
     let group = kb.groups.get(at)?;
     let primary = Made { key: kb.primary.as_deref()?, made: kb.decoded_key(None)?, first: () };
+    // The signer's RSA key parsed once for all its signatures.
+    let first = |p: &PublicParams, hash, digest: &[u8], sig: &SignatureBytes| {
+        verify_digest_with(p, hash, digest, sig, Some(&signer.made.rsa))
+    };
     macro_rules! with_signer {
         ($k:ident => $e:expr) => {
             match signer.key {
                 Key::Primary(key) => {
-                    let $k = &Made { key, made: signer.made, first: verify_digest };
+                    let $k = &Made { key, made: signer.made, first };
                     $e
                 }
                 Key::Sub(key) => {
-                    let $k = &Made { key, made: signer.made, first: verify_digest };
+                    let $k = &Made { key, made: signer.made, first };
                     $e
                 }
             }
@@ -270,6 +274,18 @@ pub(super) fn verify_digest(
     digest: &[u8],
     sig: &SignatureBytes,
 ) -> Option<pgp::errors::Result<()>> {
+    verify_digest_with(params, hash, digest, sig, None)
+}
+
+/// [`verify_digest`], with the signer's RSA key parsed once in `parsed`
+/// where the caller keeps one.
+fn verify_digest_with(
+    params: &PublicParams,
+    hash: pgp::crypto::hash::HashAlgorithm,
+    digest: &[u8],
+    sig: &SignatureBytes,
+    parsed: Option<&crate::crypto::ParsedRsa>,
+) -> Option<pgp::errors::Result<()>> {
     use pgp::types::{EcdsaPublicParams as Ec, EddsaLegacyPublicParams as Ed};
     tally::count(class(params));
     let mpis: &[pgp::types::Mpi] = match sig {
@@ -280,7 +296,7 @@ pub(super) fn verify_digest(
     let verdict = |ok: bool| Some(if ok { Ok(()) } else { bad() });
     match (params, mpis) {
         (PublicParams::RSA(rsa), [value]) => {
-            if rsa_verified_fast(params, hash, digest, sig) {
+            if rsa_verified_fast(params, hash, digest, sig, parsed) {
                 return Some(Ok(()));
             }
             Some(pgp::crypto::rsa::verify(&rsa.key, hash, digest, value.as_ref()))
@@ -342,6 +358,7 @@ fn rsa_verified_fast(
     hash: pgp::crypto::hash::HashAlgorithm,
     digest: &[u8],
     sig: &SignatureBytes,
+    parsed: Option<&crate::crypto::ParsedRsa>,
 ) -> bool {
     use crate::crypto::{aws_rsa_pkcs1, Hash};
     use aws_lc_rs::{digest as d, signature as aws};
@@ -365,6 +382,10 @@ fn rsa_verified_fast(
     }
     let mut padded = vec![0u8; size];
     padded[size - value.len()..].copy_from_slice(value);
+    if let Some(parsed) = parsed {
+        let der = || rsa.key.to_pkcs1_der().ok().map(|d| d.as_bytes().to_vec());
+        return parsed.verify(hash, der, digest, &padded) == Some(true);
+    }
     let (Ok(der), Ok(digest)) = (rsa.key.to_pkcs1_der(), d::Digest::import_less_safe(digest, digest_alg)) else {
         return false;
     };
@@ -404,11 +425,11 @@ mod tests {
         let capture = Made { key: bob_key, made: &bob_made, first: remember };
         sig.verify_third_party_certification(&key.primary_key, &capture, Tag::UserId, user).unwrap();
         let (hash, digest, bytes) = seen.take().expect("the pgp crate asked the key");
-        assert!(rsa_verified_fast(bob_key.public_params(), hash, &digest, &bytes), "a good RSA signature");
+        assert!(rsa_verified_fast(bob_key.public_params(), hash, &digest, &bytes, None), "a good RSA signature");
         let mut wrong = digest.clone();
         wrong[0] ^= 1;
-        assert!(!rsa_verified_fast(bob_key.public_params(), hash, &wrong, &bytes), "another digest");
-        assert!(!rsa_verified_fast(key.primary_key.public_params(), hash, &digest, &bytes), "not an RSA key");
+        assert!(!rsa_verified_fast(bob_key.public_params(), hash, &wrong, &bytes, None), "another digest");
+        assert!(!rsa_verified_fast(key.primary_key.public_params(), hash, &digest, &bytes, None), "not an RSA key");
         // Through verify(): good, and bad once the certified user id changes.
         let kb = Keyblock::parse(&block.bytes);
         let bob_kb = Keyblock::parse(&bob.keyblock().unwrap().0.bytes);
