@@ -901,7 +901,26 @@ fn database_calls_are_traced_per_file() {
     }
 }
 
+/// GnuPG 2.2 has no keyboxd: `--gnupg-version 2.2` on a database is a
+/// one-line error (the listing and the signature sweep), not a replay of
+/// something that never happens.
+fn gnupg_22_on_a_database_is_an_error() {
+    let p = db("gnupg-mixed");
+    let p = p.to_str().unwrap();
+    for args in [
+        vec!["--gnupg-version", "2.2", "list", "--check-sigs", p],
+        vec!["--gnupg-version", "2.2", "sweep", p, "--workload", "check-sigs", "--sizes", "64", "--runs", "1"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("GnuPG 2.2") && err.contains("keyboxd"), "{args:?}: {err}");
+    }
+}
+
 crate::tests![
+    gnupg_22_on_a_database_is_an_error,
     database_calls_are_traced_per_file,
     live_gnupg24_with_keyboxd,
     sweep_versus_keyboxd_shows_both_stores,

@@ -14,6 +14,7 @@ use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::{Expiry, Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+use kbxscope::store::StoreKind;
 use kbxscope::timefmt::rfc3339;
 use kbxscope::workload::sigs::{self, KeySigs};
 
@@ -28,6 +29,12 @@ pub(super) fn list(
 ) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
+    if judge.version == GnupgVersion::V2_2 && store.kind() == StoreKind::Keyboxd {
+        anyhow::bail!(
+            "'{}' is keyboxd's database, which GnuPG 2.2 has not: --gnupg-version 2.2 replays gpg on a keybox",
+            path.display()
+        );
+    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
     let mut shown = SigCounts::default();

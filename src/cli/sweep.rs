@@ -15,6 +15,7 @@ use super::output::TempOutput;
 use super::progress::Bar;
 use super::resolve::SweepJob;
 use super::store;
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::sweep::export::{Exporter, Table};
@@ -56,6 +57,13 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         let store = store::open(a.file.as_deref(), &probe)?;
         (store.path().to_path_buf(), store.kind() == StoreKind::Keyboxd)
     };
+    let sigs = matches!(workload, Workload::Sigs(..));
+    if sigs && *version == GnupgVersion::V2_2 && (keyboxd || a.versus_keyboxd) {
+        anyhow::bail!(
+            "GnuPG 2.2 has no keyboxd: --gnupg-version 2.2 replays gpg on a keybox, not on keyboxd's database{}",
+            if keyboxd { format!(" ('{}')", path.display()) } else { String::new() }
+        );
+    }
     if keyboxd && a.versus_keyboxd {
         anyhow::bail!(
             "'{}' is keyboxd's database already: --versus-keyboxd compares a keybox with a database of its keys",
