@@ -31,7 +31,7 @@ pub(super) fn list(
     let path = store.path().to_path_buf();
     if judge.version == GnupgVersion::V2_2 && store.kind() == StoreKind::Keyboxd {
         anyhow::bail!(
-            "'{}' is keyboxd's database, which GnuPG 2.2 has not: --gnupg-version 2.2 replays gpg on a keybox",
+            "'{}' is keyboxd's database, and GnuPG 2.2 has no keyboxd: --gnupg-version 2.2 replays gpg on a keybox",
             path.display()
         );
     }
