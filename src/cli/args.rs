@@ -379,8 +379,8 @@ pub struct ListArgs {
     /// ~/.gnupg/trustlist.txt.
     #[arg(long, value_name = "FILE", requires = "with_validation")]
     pub trustlist: Option<PathBuf>,
-    /// Check validity periods (--with-validation) or judge signatures and
-    /// key expiry (--check-sigs, --with-sigs; as gpg's
+    /// Check validity periods (--with-validation), or judge keys' expiry
+    /// and signatures (the listings of OpenPGP keys; as gpg's
     /// --faked-system-time) at this time (RFC 3339, e.g.
     /// 2026-12-01T00:00:00Z, or a date, 2026-12-01). Default: now.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]

@@ -123,7 +123,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
     match &o.job {
         Job::Stats { store, json } => read::stats(store.as_deref(), *json, tally),
         Job::Dump { store } => read::dump(store.as_deref(), tally),
-        Job::List { store, filter, json } => read::list(store.as_deref(), *filter, *json, tally),
+        Job::List { store, filter, at, json } => read::list(store.as_deref(), *filter, *json, *at, tally),
         Job::Validate { store, lookup, trustlist, at, json } => {
             read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, tally)
         }
@@ -132,7 +132,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
             sigs::list(store.as_deref(), *mode, *lookup, judge, *json, tally)
         }
         Job::Find { store, patterns, texts, all, json } => {
-            read::find(store.as_deref(), patterns, texts, *all, *json, tally)
+            read::find(store.as_deref(), patterns, texts, (*all, *json), o.now, tally)
         }
         Job::Gen(a) => make::gen(a),
         Job::Convert(a) => make::convert(a, o.now, tally),

@@ -80,15 +80,17 @@ pub(super) fn dump(file: Option<&Path>, tally: &IoTally) -> Result<ExitCode> {
 struct ListingPrinter<W: Write> {
     out: W,
     json: bool,
+    /// The time keys' expiry is judged at.
+    now: i64,
     header: Option<String>,
     error: Option<io::Error>,
 }
 
 impl<W: Write> ListingPrinter<W> {
-    fn new(out: W, json: bool, path: &Path) -> Self {
+    fn new(out: W, json: bool, path: &Path, now: i64) -> Self {
         let title = path.display().to_string();
         let header = (!json).then(|| format!("{title}\n{}\n", "-".repeat(title.chars().count())));
-        Self { out, json, header, error: None }
+        Self { out, json, now, header, error: None }
     }
 
     fn print(&mut self, l: &Listed) {
@@ -103,7 +105,7 @@ impl<W: Write> ListingPrinter<W> {
                 serde_json::to_writer(&mut self.out, l)?;
                 writeln!(self.out)
             } else {
-                writeln!(self.out, "{}", render::listing(l))
+                writeln!(self.out, "{}", render::listing(l, self.now))
             }
         })();
         self.error = res.err();
@@ -125,11 +127,11 @@ fn conclude(path: &Path, ran: &Ran<ListOutcome>) -> Result<()> {
     reported(path, rows.chain(pass).collect())
 }
 
-/// `list`.
-pub(super) fn list(file: Option<&Path>, filter: TypeFilter, json: bool, tally: &IoTally) -> Result<ExitCode> {
+/// `list`, judging expiry at `now`.
+pub(super) fn list(file: Option<&Path>, filter: TypeFilter, json: bool, now: i64, tally: &IoTally) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
-    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path);
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path, now);
     let ran = workload::list::run(&store, filter, |l| printer.print(&l))?;
     drop(store);
     printer.finish()?;
@@ -149,7 +151,7 @@ pub(super) fn validate(
     let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
     let trust = keybox::trustlist_for(&path, trustlist)?;
-    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path);
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path, at);
     let ran = workload::validate::run(&store, lookup, &trust.list, at, |l| printer.print(&l))?;
     drop(store);
     printer.finish()?;
@@ -158,18 +160,18 @@ pub(super) fn validate(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `find`.
+/// `find`, judging expiry at `now`.
 pub(super) fn find(
     file: Option<&Path>,
     patterns: &[Pattern],
     texts: &[String],
-    all: bool,
-    json: bool,
+    (all, json): (bool, bool),
+    now: i64,
     tally: &IoTally,
 ) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
     let path = &store.path().to_path_buf();
-    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, path);
+    let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, path, now);
     let ran = workload::find::run(&store, patterns, all, |l| printer.print(&l))?;
     drop(store);
     printer.finish()?;

@@ -5,27 +5,37 @@ use std::fmt::Write as _;
 use kbxscope::events::FileStats;
 use kbxscope::events::{FileOp, IoStats};
 use kbxscope::io::BufferSize;
+use kbxscope::openpgp::KeyLife;
+use kbxscope::timefmt::rfc3339;
 use kbxscope::workload::{KeyDetails, Listed};
 
-/// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it.
-pub fn listing(l: &Listed) -> String {
+/// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it,
+/// keys' expiry judged at `now`: `gpg -k` notes `[expires: …]` or
+/// `[expired: …]` and leaves out revoked and expired user ids and subkeys
+/// (every subkey of an expired key).
+pub fn listing(l: &Listed, now: i64) -> String {
     let mut s = String::new();
     let eph = if l.ephemeral { " [ephemeral]" } else { "" };
     match &l.key {
         KeyDetails::Openpgp(k) => {
-            let _ = writeln!(s, "pub   {} {} [{}]{eph}", k.algorithm, date(&k.created), k.usage);
+            let note = expiry_note(&k.life, now);
+            let _ = writeln!(s, "pub   {} {} [{}]{note}{eph}", k.algorithm, date(&k.created), k.usage);
             let _ = writeln!(s, "      {}", k.fingerprint);
             if let Some(why) = &k.undecoded {
                 let _ = writeln!(s, "      [{why}]");
             }
-            for uid in &k.user_ids {
+            for (i, uid) in k.user_ids.iter().enumerate() {
+                if k.user_id_lives.get(i).is_some_and(|l| l.unusable(now)) {
+                    continue;
+                }
                 let _ = writeln!(s, "uid           {uid}");
             }
             for _ in 0..k.user_attributes {
                 let _ = writeln!(s, "uat           [user attribute]");
             }
-            for sub in &k.subkeys {
-                let _ = writeln!(s, "sub   {} {} [{}]", sub.algorithm, date(&sub.created), sub.usage);
+            for sub in k.subkeys.iter().filter(|sub| !(k.life.unusable(now) || sub.life.unusable(now))) {
+                let note = expiry_note(&sub.life, now);
+                let _ = writeln!(s, "sub   {} {} [{}]{note}", sub.algorithm, date(&sub.created), sub.usage);
             }
         }
         KeyDetails::X509(c) => {
@@ -53,6 +63,18 @@ pub fn listing(l: &Listed) -> String {
         }
     }
     s
+}
+
+/// gpg's note of a key's revocation or expiry after its usage.
+pub(super) fn expiry_note(life: &KeyLife, now: i64) -> String {
+    if let (true, Some(on)) = (life.revoked, life.revoked_on) {
+        return format!(" [revoked: {}]", date(&rfc3339(on)));
+    }
+    match life.expires {
+        Some(at) if life.expired(now) => format!(" [expired: {}]", date(&rfc3339(at))),
+        Some(at) => format!(" [expires: {}]", date(&rfc3339(at))),
+        None => String::new(),
+    }
 }
 
 fn date(rfc3339: &str) -> &str {

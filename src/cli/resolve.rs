@@ -89,6 +89,8 @@ pub enum Job {
         store: StoreArg,
         /// Which blobs.
         filter: TypeFilter,
+        /// The time keys' expiry is judged at, Unix seconds.
+        at: i64,
         /// JSON lines.
         json: bool,
     },
@@ -261,10 +263,6 @@ fn list(a: ListArgs, now: i64) -> Result<Job, clap::Error> {
         let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
         return Ok(Job::Sigs { store, mode, lookup, at: a.at.unwrap_or(now), json: a.json });
     }
-    if a.at.is_some() {
-        let msg = "the argument '--at' requires '--with-validation', '--with-sigs' or '--check-sigs'";
-        return Err(usage(clap::error::ErrorKind::MissingRequiredArgument, msg));
-    }
     if a.lookup.is_some() {
         let msg = "the argument '--lookup' requires '--with-validation', '--with-sigs' or '--check-sigs'";
         return Err(usage(clap::error::ErrorKind::MissingRequiredArgument, msg));
@@ -274,7 +272,7 @@ fn list(a: ListArgs, now: i64) -> Result<Job, clap::Error> {
         KeyType::X509 => TypeFilter::X509,
         KeyType::All => TypeFilter::All,
     };
-    Ok(Job::List { store, filter, json: a.json })
+    Ok(Job::List { store, filter, at: a.at.unwrap_or(now), json: a.json })
 }
 
 /// `find [FILE] PATTERN…`: with two or more arguments the first is the

@@ -99,7 +99,7 @@ pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> S
     let key = &k.key;
     let v24 = judge.version == GnupgVersion::V2_4;
     let mut s = String::new();
-    let expiry = expiry_note(Expiry::of(&k.life, judge.now));
+    let expiry = super::render::expiry_note(&k.life, judge.now);
     let _ = writeln!(s, "pub   {} {} [{}]{expiry}", key.algorithm, date(&key.created), key.usage);
     let _ = writeln!(s, "      {}", key.fingerprint);
     if let Some(p) = &k.problem {

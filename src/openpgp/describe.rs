@@ -18,6 +18,7 @@ use pgp::types::{KeyDetails, PublicParams};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
+use super::expiry::{KeyLife, UidLife};
 use super::keyblock::{Component, DecodedKey, Group, Keyblock};
 use super::packets::{walk, RawKeyblock, WalkError};
 use super::primary::{primary_user, to_front};
@@ -50,6 +51,20 @@ pub struct OpenPgpKey {
     /// kbxscope names: what is listed comes from the packet headers alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecoded: Option<String>,
+    /// When the key expires, RFC 3339 UTC, if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Whether the key revoked itself.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub revoked: bool,
+    /// The same, for judging at a time (`gpg -k` notes the expiry and
+    /// leaves out an expired key's subkeys).
+    #[serde(skip)]
+    pub life: KeyLife,
+    /// What decides whether `gpg -k` shows each of `user_ids` (the same
+    /// order); empty where the key was read from its packet headers.
+    #[serde(skip)]
+    pub user_id_lives: Vec<UidLife>,
 }
 
 /// One subkey as listed.
@@ -65,6 +80,15 @@ pub struct OpenPgpSubkey {
     pub algorithm: String,
     /// Capabilities from the binding signature.
     pub usage: String,
+    /// When the subkey expires, RFC 3339 UTC, if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Whether the key revoked the subkey.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub revoked: bool,
+    /// The same, for judging at a time.
+    #[serde(skip)]
+    pub life: KeyLife,
 }
 
 /// Why a keyblock cannot be listed even from its packets.
@@ -93,6 +117,34 @@ fn primary_first(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
         let id = String::from_utf8_lossy(u.id());
         let at = key.user_ids.iter().position(|x| *x == id);
         to_front(&mut key.user_ids, at);
+    }
+    with_lives(key, kb)
+}
+
+/// A listing from the packet walk with what the keyblock decoded packet
+/// by packet says of its keys' and user ids' lives.
+fn with_lives(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
+    let Some(own) = kb.key_id() else { return key };
+    key.life = KeyLife::of(kb);
+    key.expires = key.life.expires.map(rfc3339);
+    key.revoked = key.life.revoked;
+    let sigs = |i: usize| kb.groups[i].sigs.iter().filter_map(|p| p.decoded.as_deref().ok()).collect::<Vec<_>>();
+    key.user_id_lives = key
+        .user_ids
+        .iter()
+        .map(|id| {
+            let group = kb
+                .groups
+                .iter()
+                .position(|g| matches!(&g.component, Component::Uid(u) if String::from_utf8_lossy(u.id()) == *id));
+            group.map(|i| UidLife::from_sigs(own, &sigs(i))).unwrap_or_default()
+        })
+        .collect();
+    let subkeys = kb.groups.iter().enumerate().filter(|(_, g)| matches!(g.component, Component::Subkey(_)));
+    for (sub, (i, _)) in key.subkeys.iter_mut().zip(subkeys) {
+        sub.life = KeyLife::of_subkey(kb, i);
+        sub.expires = sub.life.expires.map(rfc3339);
+        sub.revoked = sub.life.revoked;
     }
     key
 }
@@ -151,9 +203,16 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
                 created: rfc3339(k.created.into()),
                 algorithm: k.algorithm,
                 usage: k.usage,
+                expires: None,
+                revoked: false,
+                life: KeyLife::default(),
             })
             .collect(),
         undecoded: unknown.then(|| "an algorithm of this key is unknown; shown from its packet headers".into()),
+        expires: None,
+        revoked: false,
+        life: KeyLife::default(),
+        user_id_lives: Vec::new(),
     }
 }
 
@@ -164,6 +223,8 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
 struct Composed<'a> {
     primary: (&'a PublicKey, Option<&'a DecodedKey>),
     direct: Vec<&'a Signature>,
+    /// The key's revocations.
+    revocations: Vec<&'a Signature>,
     users: Vec<(&'a [u8], Vec<&'a Signature>)>,
     /// Which of `users` gpg takes as primary (listed first).
     primary_user: Option<usize>,
@@ -177,6 +238,7 @@ impl<'a> Composed<'a> {
         Composed {
             primary: (&key.primary_key, None),
             direct: key.details.direct_signatures.iter().collect(),
+            revocations: key.details.revocation_signatures.iter().collect(),
             users: key.details.users.iter().map(|u| (u.id.id(), u.signatures.iter().collect())).collect(),
             primary_user: primary_user(
                 key_id_of(key.primary_key.legacy_key_id().as_ref()),
@@ -205,6 +267,7 @@ impl<'a> Composed<'a> {
         let mut c = Composed {
             primary: (kb.primary.as_deref()?, kb.decoded_key(None)),
             direct: Vec::new(),
+            revocations: Vec::new(),
             users: Vec::new(),
             primary_user: None,
             user_attributes: 0,
@@ -213,7 +276,10 @@ impl<'a> Composed<'a> {
         let primary_group = kb.primary_uid_group();
         for (i, g) in kb.groups.iter().enumerate() {
             match &g.component {
-                Component::Key => c.direct = sigs(g, |s| s.typ() != Some(SignatureType::KeyRevocation)),
+                Component::Key => {
+                    c.direct = sigs(g, |s| s.typ() != Some(SignatureType::KeyRevocation));
+                    c.revocations = sigs(g, |s| s.typ() == Some(SignatureType::KeyRevocation));
+                }
                 Component::Uid(u) => {
                     let certifications = sigs(g, certification);
                     if !certifications.is_empty() {
@@ -244,6 +310,15 @@ impl<'a> Composed<'a> {
         let mut user_ids: Vec<String> =
             self.users.iter().map(|(id, _)| String::from_utf8_lossy(id).into_owned()).collect();
         to_front(&mut user_ids, self.primary_user);
+        let own = made.map_or_else(|| key_id_of(primary.legacy_key_id().as_ref()), |m| m.id);
+        let created = i64::from(primary.created_at().as_secs());
+        let on_key: Vec<&Signature> = self.direct.iter().chain(&self.revocations).copied().collect();
+        let uids = self.users.iter().map(|(_, sigs)| sigs.clone());
+        let life = KeyLife::from_sigs(own, created, primary.legacy_v3_expiration_days(), &on_key, uids);
+        let mut user_id_lives: Vec<UidLife> =
+            self.users.iter().map(|(_, sigs)| UidLife::from_sigs(own, sigs)).collect();
+        to_front(&mut user_id_lives, self.primary_user);
+        let when = |l: &KeyLife| l.expires.map(rfc3339);
         OpenPgpKey {
             fingerprint,
             key_id,
@@ -258,16 +333,24 @@ impl<'a> Composed<'a> {
                 .iter()
                 .map(|(key, made, sigs)| {
                     let (fingerprint, key_id) = ids(*key, *made);
+                    let sub_life = KeyLife::of_subkey_sigs(own, i64::from(key.created_at().as_secs()), sigs);
                     OpenPgpSubkey {
                         fingerprint,
                         key_id,
                         created: rfc3339(key.created_at().as_secs().into()),
                         algorithm: algorithm_name(key.public_params()),
                         usage: usage_letters(sigs.iter().copied()),
+                        expires: when(&sub_life),
+                        revoked: sub_life.revoked,
+                        life: sub_life,
                     }
                 })
                 .collect(),
             undecoded: None,
+            expires: when(&life),
+            revoked: life.revoked,
+            life,
+            user_id_lives,
         }
     }
 }

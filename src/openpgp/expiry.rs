@@ -32,34 +32,49 @@ pub struct KeyLife {
     pub expires: Option<i64>,
     /// Whether the key revoked itself.
     pub revoked: bool,
+    /// When its newest revocation was made (Unix seconds).
+    pub revoked_on: Option<i64>,
 }
 
 impl KeyLife {
     /// The life of `kb`'s primary key.
     pub(crate) fn of(kb: &Keyblock) -> Self {
         let (Some(own), Some(created)) = (kb.key_id(), kb.created()) else { return Self::default() };
-        let own_sigs = |g, class| own_sigs(g, own, class);
-        let expiry = |s: &Signature| {
-            s.key_expiration_time().map(|d| d.as_secs()).filter(|&d| d != 0).map(|d| created + i64::from(d))
-        };
         let key_group = kb.groups.iter().find(|g| matches!(g.component, Component::Key));
-        let revoked = key_group.is_some_and(|g| !own_sigs(g, &|c| c == 0x20).is_empty());
-        let direct = key_group.and_then(|g| newest(own_sigs(g, &|c| c == 0x1F))).and_then(expiry);
+        let uids = kb
+            .groups
+            .iter()
+            .take_while(|g| !matches!(g.component, Component::Subkey(_)))
+            .filter(|g| matches!(g.component, Component::Uid(_)))
+            .map(|g| decoded(g).collect::<Vec<_>>());
+        let v3 = kb.primary.as_deref().and_then(|k| k.legacy_v3_expiration_days());
+        let on_key: Vec<&Signature> = key_group.map(|g| decoded(g).collect()).unwrap_or_default();
+        Self::from_sigs(own, created, v3, &on_key, uids)
+    }
+
+    /// A primary key's life from its signatures: those on the key itself
+    /// (direct-key signatures and revocations) and each user id's (those
+    /// before the first subkey); `v3_days` a v3 key's own expiration.
+    pub(crate) fn from_sigs<'a>(
+        own: [u8; 8],
+        created: i64,
+        v3_days: Option<u16>,
+        on_key: &[&'a Signature],
+        uids: impl Iterator<Item = Vec<&'a Signature>>,
+    ) -> Self {
+        let expiry = |s: &Signature| expiry_after(s.key_expiration_time().map(|d| d.as_secs()), created);
+        let revocation = newest(by(on_key, own, &|c| c == 0x20));
+        let revoked_on = revocation.map(made);
+        let revoked = revocation.is_some();
+        let direct = newest(by(on_key, own, &|c| c == 0x1F)).and_then(expiry);
         let from_uids = || {
-            kb.groups
-                .iter()
-                .take_while(|g| !matches!(g.component, Component::Subkey(_)))
-                .filter(|g| matches!(g.component, Component::Uid(_)))
-                .filter_map(|g| newest(own_sigs(g, &|c| matches!(c, 0x10..=0x13))))
+            uids.filter_map(|sigs| newest(by(&sigs, own, &|c| matches!(c, 0x10..=0x13))))
                 .filter_map(|s| Some((s.created().map_or(0, |t| t.as_secs()), expiry(s)?)))
                 .max_by_key(|(made, _)| *made)
                 .map(|(_, at)| at)
         };
-        let v3 = || {
-            let days = kb.primary.as_deref()?.legacy_v3_expiration_days()?;
-            (days != 0).then(|| created + i64::from(days) * 86_400)
-        };
-        Self { expires: direct.or_else(from_uids).or_else(v3), revoked }
+        let v3 = || v3_days.filter(|&d| d != 0).map(|d| created + i64::from(d) * 86_400);
+        Self { expires: direct.or_else(from_uids).or_else(v3), revoked, revoked_on }
     }
 
     /// Whether the key has expired at `now` (Unix seconds).
@@ -72,14 +87,16 @@ impl KeyLife {
     pub(crate) fn of_subkey(kb: &Keyblock, at: usize) -> Self {
         let (Some(own), Some(group)) = (kb.key_id(), kb.groups.get(at)) else { return Self::default() };
         let Component::Subkey(Some(sub)) = &group.component else { return Self::default() };
-        let created = i64::from(sub.created_at().as_secs());
-        let revoked = !own_sigs(group, own, &|c| c == 0x28).is_empty();
-        let expires = newest(own_sigs(group, own, &|c| c == 0x18))
-            .and_then(|s| s.key_expiration_time())
-            .map(|d| d.as_secs())
-            .filter(|&d| d != 0)
-            .map(|d| created + i64::from(d));
-        Self { expires, revoked }
+        Self::of_subkey_sigs(own, i64::from(sub.created_at().as_secs()), &decoded(group).collect::<Vec<_>>())
+    }
+
+    /// A subkey made at `created` from its signatures; `own` is the
+    /// primary key's id.
+    pub(crate) fn of_subkey_sigs(own: [u8; 8], created: i64, sigs: &[&Signature]) -> Self {
+        let revocation = newest(by(sigs, own, &|c| c == 0x28));
+        let expires = newest(by(sigs, own, &|c| c == 0x18))
+            .and_then(|s| expiry_after(s.key_expiration_time().map(|d| d.as_secs()), created));
+        Self { expires, revoked: revocation.is_some(), revoked_on: revocation.map(made) }
     }
 
     /// Whether the key is unusable at `now`: revoked or expired.
@@ -88,31 +105,61 @@ impl KeyLife {
     }
 }
 
+/// What decides whether gpg's listings show a user id: whether the key
+/// revoked it, and when its self-signature expires.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UidLife {
+    /// Revoked by the key (or without a self-signature and revoked at all).
+    pub revoked: bool,
+    /// When its newest self-signature expires, if it does.
+    pub expires: Option<i64>,
+}
+
+impl UidLife {
+    /// A user id's life from its signatures; `own` is the key's id.
+    pub(crate) fn from_sigs(own: [u8; 8], sigs: &[&Signature]) -> Self {
+        let revocations = by(sigs, own, &|c| c == 0x30);
+        let Some(selfsig) = newest(by(sigs, own, &|c| matches!(c, 0x10..=0x13))) else {
+            // No self-signature: revoked if the key revoked it at all.
+            return Self { revoked: !revocations.is_empty(), expires: None };
+        };
+        let revoked = newest(revocations).is_some_and(|r| made(r) >= made(selfsig));
+        let expires = expiry_after(selfsig.signature_expiration_time().map(|d| d.as_secs()), made(selfsig));
+        Self { revoked, expires }
+    }
+
+    /// Whether gpg's listings leave it out at `now`.
+    pub fn unusable(&self, now: i64) -> bool {
+        self.revoked || self.expires.is_some_and(|at| at < now)
+    }
+}
+
 /// Whether gpg's listing leaves out the user id of `kb`'s group `at`
 /// (with its signatures): revoked, or its self-signature expired at `now`.
 pub(crate) fn uid_unusable(kb: &Keyblock, at: usize, now: i64) -> bool {
     let (Some(own), Some(group)) = (kb.key_id(), kb.groups.get(at)) else { return false };
-    let made = |s: &Signature| i64::from(s.created().map_or(0, |t| t.as_secs()));
-    let Some(selfsig) = newest(own_sigs(group, own, &|c| matches!(c, 0x10..=0x13))) else {
-        // No self-signature: revoked if the key revoked it at all.
-        return !own_sigs(group, own, &|c| c == 0x30).is_empty();
-    };
-    let revoked = newest(own_sigs(group, own, &|c| c == 0x30)).is_some_and(|r| made(r) >= made(selfsig));
-    let expired = selfsig
-        .signature_expiration_time()
-        .map(|d| d.as_secs())
-        .filter(|&d| d != 0)
-        .is_some_and(|d| made(selfsig) + i64::from(d) < now);
-    revoked || expired
+    UidLife::from_sigs(own, &decoded(group).collect::<Vec<_>>()).unusable(now)
 }
 
-/// The signatures of `g` of a class `class` accepts made by the key `own`.
-fn own_sigs<'a>(g: &'a Group, own: [u8; 8], class: &dyn Fn(u8) -> bool) -> Vec<&'a Signature> {
-    g.sigs
-        .iter()
-        .filter_map(|p| p.decoded.as_deref().ok())
-        .filter(|s| s.typ().map(u8::from).is_some_and(class) && issuer_key_id(s) == Some(own))
-        .collect()
+/// `base` plus an expiration time in seconds, where there is one (0 is
+/// none).
+fn expiry_after(secs: Option<u32>, base: i64) -> Option<i64> {
+    secs.filter(|&d| d != 0).map(|d| base + i64::from(d))
+}
+
+/// The signatures of `g` the crate decoded.
+fn decoded(g: &Group) -> impl Iterator<Item = &Signature> {
+    g.sigs.iter().filter_map(|p| p.decoded.as_deref().ok())
+}
+
+/// Those of `sigs` of a class `class` accepts made by the key `own`.
+fn by<'a>(sigs: &[&'a Signature], own: [u8; 8], class: &dyn Fn(u8) -> bool) -> Vec<&'a Signature> {
+    sigs.iter().copied().filter(|s| s.typ().map(u8::from).is_some_and(class) && issuer_key_id(s) == Some(own)).collect()
+}
+
+/// When `s` was made, Unix seconds.
+fn made(s: &Signature) -> i64 {
+    i64::from(s.created().map_or(0, |t| t.as_secs()))
 }
 
 /// The newest of `sigs`.

@@ -37,7 +37,7 @@ pub(crate) use describe::describe_keyblock;
 pub use describe::KeyblockError;
 pub use describe::OpenPgpKey;
 pub use describe::OpenPgpSubkey;
-pub use expiry::KeyLife;
+pub use expiry::{KeyLife, UidLife};
 pub use lookup::Signer;
 pub(crate) use lookup::SignerLookup;
 pub use packets::WalkError;

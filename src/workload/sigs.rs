@@ -287,6 +287,10 @@ fn listing(index: u64, offset: u64, blob: &KeyBlob<'_>, signer: &Signer) -> KeyS
                 user_attributes: 0,
                 subkeys: Vec::new(),
                 undecoded: Some(why.clone()),
+                expires: None,
+                revoked: false,
+                life: KeyLife::default(),
+                user_id_lives: Vec::new(),
             };
             (key, Some(why))
         }
