@@ -8,14 +8,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use super::render::expiry_note;
 use super::report::{report, say, Reported};
 use super::store;
 use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
-use kbxscope::openpgp::{Expiry, Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+use kbxscope::openpgp::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::store::StoreKind;
-use kbxscope::timefmt::rfc3339;
 use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing, judged by `judge`.
@@ -99,23 +99,20 @@ pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> S
     let key = &k.key;
     let v24 = judge.version == GnupgVersion::V2_4;
     let mut s = String::new();
-    let expiry = super::render::expiry_note(&k.life, judge.now);
+    let expiry = expiry_note(&key.life, judge.now);
     let _ = writeln!(s, "pub   {} {} [{}]{expiry}", key.algorithm, date(&key.created), key.usage);
     let _ = writeln!(s, "      {}", key.fingerprint);
     if let Some(p) = &k.problem {
         let _ = writeln!(s, "      [{p}]");
     }
     for g in k.signatures.iter().filter(|g| !g.unusable) {
-        group_line(&mut s, k, g);
+        group_line(&mut s, k, g, judge.now);
         let mut lines: Vec<&SigLine> = g.sigs.iter().filter(|l| !(v24 && l.unusable)).collect();
         if v24 {
             // gpg 2.4 sorts them (`--list-options sort-sigs`, on by
             // default): self-signatures first, then by signer key id,
             // creation time and class.
-            lines.sort_by(|a, b| {
-                let key = |l: &&SigLine| (!l.self_sig, l.signer_key_id.clone(), l.created.clone(), l.class_byte);
-                key(a).cmp(&key(b))
-            });
+            lines.sort_by_key(|l| (!l.self_sig, &l.signer_key_id, &l.created, l.class_byte));
         }
         for l in lines {
             shown.add(l.status);
@@ -132,16 +129,7 @@ pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> S
     s
 }
 
-/// gpg's note of a key's expiry after its usage.
-fn expiry_note(e: Option<Expiry>) -> String {
-    match e {
-        Some(Expiry { at, passed: true }) => format!(" [expired: {}]", date(&rfc3339(at))),
-        Some(Expiry { at, passed: false }) => format!(" [expires: {}]", date(&rfc3339(at))),
-        None => String::new(),
-    }
-}
-
-fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup) {
+fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup, now: i64) {
     match g.kind {
         "uid" => {
             let _ = writeln!(s, "uid           {}", g.label);
@@ -151,7 +139,7 @@ fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup) {
         }
         "sub" => match k.key.subkeys.iter().find(|sub| sub.fingerprint == g.label) {
             Some(sub) => {
-                let expiry = expiry_note(g.expiry);
+                let expiry = g.life.map(|l| expiry_note(&l, now)).unwrap_or_default();
                 let _ = writeln!(s, "sub   {} {} [{}]{expiry}", sub.algorithm, date(&sub.created), sub.usage);
             }
             None => {

@@ -51,15 +51,10 @@ pub struct OpenPgpKey {
     /// kbxscope names: what is listed comes from the packet headers alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecoded: Option<String>,
-    /// When the key expires, RFC 3339 UTC, if it does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires: Option<String>,
-    /// Whether the key revoked itself.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub revoked: bool,
-    /// The same, for judging at a time (`gpg -k` notes the expiry and
-    /// leaves out an expired key's subkeys).
-    #[serde(skip)]
+    /// When the key expires and whether it revoked itself (JSON:
+    /// `expires`, `revoked`); `gpg -k` notes them, and leaves out an
+    /// unusable key's subkeys.
+    #[serde(flatten)]
     pub life: KeyLife,
     /// What decides whether `gpg -k` shows each of `user_ids` (the same
     /// order); empty where the key was read from its packet headers.
@@ -80,14 +75,9 @@ pub struct OpenPgpSubkey {
     pub algorithm: String,
     /// Capabilities from the binding signature.
     pub usage: String,
-    /// When the subkey expires, RFC 3339 UTC, if it does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires: Option<String>,
-    /// Whether the key revoked the subkey.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub revoked: bool,
-    /// The same, for judging at a time.
-    #[serde(skip)]
+    /// When the subkey expires and whether the key revoked it (JSON:
+    /// `expires`, `revoked`).
+    #[serde(flatten)]
     pub life: KeyLife,
 }
 
@@ -126,8 +116,6 @@ fn primary_first(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
 fn with_lives(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
     let Some(own) = kb.key_id() else { return key };
     key.life = KeyLife::of(kb);
-    key.expires = key.life.expires.map(rfc3339);
-    key.revoked = key.life.revoked;
     let sigs = |i: usize| kb.groups[i].sigs.iter().filter_map(|p| p.decoded.as_deref().ok()).collect::<Vec<_>>();
     key.user_id_lives = key
         .user_ids
@@ -143,8 +131,6 @@ fn with_lives(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
     let subkeys = kb.groups.iter().enumerate().filter(|(_, g)| matches!(g.component, Component::Subkey(_)));
     for (sub, (i, _)) in key.subkeys.iter_mut().zip(subkeys) {
         sub.life = KeyLife::of_subkey(kb, i);
-        sub.expires = sub.life.expires.map(rfc3339);
-        sub.revoked = sub.life.revoked;
     }
     key
 }
@@ -203,14 +189,10 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
                 created: rfc3339(k.created.into()),
                 algorithm: k.algorithm,
                 usage: k.usage,
-                expires: None,
-                revoked: false,
                 life: KeyLife::default(),
             })
             .collect(),
         undecoded: unknown.then(|| "an algorithm of this key is unknown; shown from its packet headers".into()),
-        expires: None,
-        revoked: false,
         life: KeyLife::default(),
         user_id_lives: Vec::new(),
     }
@@ -313,12 +295,11 @@ impl<'a> Composed<'a> {
         let own = made.map_or_else(|| key_id_of(primary.legacy_key_id().as_ref()), |m| m.id);
         let created = i64::from(primary.created_at().as_secs());
         let on_key: Vec<&Signature> = self.direct.iter().chain(&self.revocations).copied().collect();
-        let uids = self.users.iter().map(|(_, sigs)| sigs.clone());
+        let uids = self.users.iter().map(|(_, sigs)| sigs.as_slice());
         let life = KeyLife::from_sigs(own, created, primary.legacy_v3_expiration_days(), &on_key, uids);
         let mut user_id_lives: Vec<UidLife> =
             self.users.iter().map(|(_, sigs)| UidLife::from_sigs(own, sigs)).collect();
         to_front(&mut user_id_lives, self.primary_user);
-        let when = |l: &KeyLife| l.expires.map(rfc3339);
         OpenPgpKey {
             fingerprint,
             key_id,
@@ -340,15 +321,11 @@ impl<'a> Composed<'a> {
                         created: rfc3339(key.created_at().as_secs().into()),
                         algorithm: algorithm_name(key.public_params()),
                         usage: usage_letters(sigs.iter().copied()),
-                        expires: when(&sub_life),
-                        revoked: sub_life.revoked,
                         life: sub_life,
                     }
                 })
                 .collect(),
             undecoded: None,
-            expires: when(&life),
-            revoked: life.revoked,
             life,
             user_id_lives,
         }

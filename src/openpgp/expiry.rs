@@ -25,7 +25,8 @@ use pgp::types::KeyDetails;
 use super::issuer::issuer_key_id;
 use super::keyblock::{Component, Group, Keyblock};
 
-/// What gpg knows of a primary key's life.
+/// What gpg knows of a key's life. In JSON: `expires` (RFC 3339 UTC) when
+/// it expires, `revoked: true` when it was revoked, nothing otherwise.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KeyLife {
     /// When it expires (Unix seconds), if it does.
@@ -60,7 +61,7 @@ impl KeyLife {
         created: i64,
         v3_days: Option<u16>,
         on_key: &[&'a Signature],
-        uids: impl Iterator<Item = Vec<&'a Signature>>,
+        uids: impl Iterator<Item = impl AsRef<[&'a Signature]>>,
     ) -> Self {
         let expiry = |s: &Signature| expiry_after(s.key_expiration_time().map(|d| d.as_secs()), created);
         let revocation = newest(by(on_key, own, &|c| c == 0x20));
@@ -68,7 +69,7 @@ impl KeyLife {
         let revoked = revocation.is_some();
         let direct = newest(by(on_key, own, &|c| c == 0x1F)).and_then(expiry);
         let from_uids = || {
-            uids.filter_map(|sigs| newest(by(&sigs, own, &|c| matches!(c, 0x10..=0x13))))
+            uids.filter_map(|sigs| newest(by(sigs.as_ref(), own, &|c| matches!(c, 0x10..=0x13))))
                 .filter_map(|s| Some((s.created().map_or(0, |t| t.as_secs()), expiry(s)?)))
                 .max_by_key(|(made, _)| *made)
                 .map(|(_, at)| at)
@@ -102,6 +103,20 @@ impl KeyLife {
     /// Whether the key is unusable at `now`: revoked or expired.
     pub fn unusable(&self, now: i64) -> bool {
         self.revoked || self.expired(now)
+    }
+}
+
+impl serde::Serialize for KeyLife {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let Some(at) = self.expires {
+            m.serialize_entry("expires", &crate::timefmt::rfc3339(at))?;
+        }
+        if self.revoked {
+            m.serialize_entry("revoked", &true)?;
+        }
+        m.end()
     }
 }
 

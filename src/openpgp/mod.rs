@@ -44,4 +44,4 @@ pub use packets::WalkError;
 pub use raw::SigPacketError;
 pub use raw::{KeyPacket, SigPacket};
 pub(crate) use sigs::check_keyblock;
-pub use sigs::{Expiry, Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+pub use sigs::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};

@@ -108,32 +108,15 @@ pub struct SigGroup {
     pub label: String,
     /// Its signatures in keyblock order.
     pub sigs: Vec<SigLine>,
-    /// A subkey's expiry, as gpg's listing shows it beside the subkey.
+    /// A subkey's life, which gpg's listings note beside it.
     #[serde(skip)]
-    pub expiry: Option<Expiry>,
+    pub life: Option<KeyLife>,
     /// A revoked or expired user id or subkey (or any subkey of a revoked
     /// or expired key), which gpg's human-readable listings leave out with
     /// its signatures (unless `--list-options show-unusable-uids`,
     /// `show-unusable-subkeys`).
     #[serde(skip)]
     pub unusable: bool,
-}
-
-/// A key's expiry as gpg's listings show it (`[expires: …]`,
-/// `[expired: …]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Expiry {
-    /// When, Unix seconds.
-    pub at: i64,
-    /// Whether that has passed.
-    pub passed: bool,
-}
-
-impl Expiry {
-    /// The expiry of a key with `life` at `now`.
-    pub fn of(life: &KeyLife, now: i64) -> Option<Self> {
-        life.expires.map(|at| Self { at, passed: life.expired(now) })
-    }
 }
 
 /// The reasons gpg 2.4's human-readable `--check-sigs` leaves a signature
@@ -268,23 +251,24 @@ pub struct Judge {
     pub now: i64,
 }
 
-/// Walk every signature of a keyblock in `mode`, looking signers up with
-/// `lookup` in the order gpg does; the keyblock lies at `offset` (gpg's
-/// listing has come that far).
+/// Walk every signature of a keyblock (`listed`, as a lookup would find
+/// it: with its offset, up to which gpg's listing has come, and its
+/// primary key's life) in `mode`, looking signers up with `lookup` in the
+/// order gpg does.
 ///
 /// # Errors
 /// I/O errors of the lookups.
 pub(crate) fn check_keyblock(
-    kb: &Keyblock,
-    offset: u64,
+    listed: &Signer,
     mode: Mode,
     judge: Judge,
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, LookupError> {
+    let Signer { keyblock: kb, offset, life: primary_life, .. } = listed;
+    let (offset, primary_life) = (*offset, *primary_life);
     let own_ids = kb.key_ids();
     let own = kb.key_id();
     let now = judge.now;
-    let primary_life = KeyLife::of(kb);
     let mut groups = Vec::with_capacity(kb.groups.len());
     // gpg lists the primary user id first (`reorder_keyblock`), right
     // after the primary key's own signatures, and looks signers up in
@@ -375,7 +359,7 @@ pub(crate) fn check_keyblock(
             }
             sigs.push(l);
         }
-        groups.push(SigGroup { kind, label, sigs, expiry: sub_life.and_then(|l| Expiry::of(&l, now)), unusable });
+        groups.push(SigGroup { kind, label, sigs, life: sub_life, unusable });
     }
     Ok(groups)
 }

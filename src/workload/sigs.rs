@@ -45,10 +45,6 @@ pub struct KeySigs {
     pub problem: Option<String>,
     /// Its components and their signatures, in keyblock order.
     pub signatures: Vec<SigGroup>,
-    /// When its primary key expires and whether it was revoked (gpg's
-    /// listings show it beside the key).
-    #[serde(skip)]
-    pub life: KeyLife,
 }
 
 /// How the listing ended.
@@ -287,15 +283,13 @@ fn listing(index: u64, offset: u64, blob: &KeyBlob<'_>, signer: &Signer) -> KeyS
                 user_attributes: 0,
                 subkeys: Vec::new(),
                 undecoded: Some(why.clone()),
-                expires: None,
-                revoked: false,
                 life: KeyLife::default(),
                 user_id_lives: Vec::new(),
             };
             (key, Some(why))
         }
     };
-    KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new(), life: signer.life }
+    KeySigs { blob_index: index, offset, key, problem, signatures: Vec::new() }
 }
 
 /// Count a key's statuses and hand it on.
@@ -316,7 +310,7 @@ fn check_key(
     lookup: &mut impl SignerLookup,
 ) -> Result<Vec<SigGroup>, crate::lookup::LookupError> {
     let _key = tracing::info_span!(target: "kbx::lookup", "key", blob = blob_index).entered();
-    check_keyblock(&signer.keyblock, signer.offset, mode, judge, lookup)
+    check_keyblock(signer, mode, judge, lookup)
 }
 
 fn walk(

@@ -246,23 +246,32 @@ fn cell(b: usize, slot: u16, op: Op, i: usize) -> Option<&'static AtomicU64> {
     Some(word(b, p::cell_offset(s, op.index()) + i * 8))
 }
 
+/// Add `v` to word `i` of the cell of `(slot, op)`, if there is one.
+fn add(b: usize, slot: u16, op: Op, i: usize, v: u64) {
+    if let Some(a) = cell(b, slot, op, i) {
+        a.fetch_add(v, Ordering::Relaxed);
+    }
+}
+
+/// What every call adds to its cell: one call, an error if it failed, its
+/// bytes and their size bucket.
+fn count(b: usize, slot: u16, op: Op, bytes: u64, failed: bool) {
+    add(b, slot, op, p::CELL_COUNT, 1);
+    if failed {
+        add(b, slot, op, p::CELL_ERRORS, 1);
+    }
+    if bytes > 0 {
+        add(b, slot, op, p::CELL_BYTES, bytes);
+    }
+    add(b, slot, op, p::CELL_SIZE0 + p::size_bucket(bytes), 1);
+}
+
 /// Record one measured call (and its event, if events are on).
 pub fn call(c: Call) {
     let Some(b) = base() else { return };
     let ns = c.t1.saturating_sub(c.t0);
-    let add = |i: usize, v: u64| {
-        if let Some(a) = cell(b, c.slot, c.op, i) {
-            a.fetch_add(v, Ordering::Relaxed);
-        }
-    };
-    add(p::CELL_COUNT, 1);
-    if c.failed {
-        add(p::CELL_ERRORS, 1);
-    }
-    if c.bytes > 0 {
-        add(p::CELL_BYTES, c.bytes);
-    }
-    add(p::CELL_TOTAL_NS, ns);
+    count(b, c.slot, c.op, c.bytes, c.failed);
+    add(b, c.slot, c.op, p::CELL_TOTAL_NS, ns);
     // Read first: a new minimum or maximum is rare, and fetch_max is a
     // compare-and-swap loop.
     if let Some(a) = cell(b, c.slot, c.op, p::CELL_MIN_INV) {
@@ -275,63 +284,42 @@ pub fn call(c: Call) {
             a.fetch_max(ns, Ordering::Relaxed);
         }
     }
-    add(p::CELL_LAT0 + p::lat_bucket(ns), 1);
-    add(p::CELL_SIZE0 + p::size_bucket(c.bytes), 1);
-    let cap = EVENT_CAP.load(Ordering::Relaxed);
-    sample_stack(b, cap, c.op, c.bytes, ns);
-    if cap == 0 {
-        return;
-    }
-    let i = word(b, hdr::EVENT_NEXT).fetch_add(1, Ordering::Relaxed) as usize;
-    if i >= cap {
-        word(b, hdr::LOST_EVENTS).fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    let off = p::event_offset(i);
-    word(b, off + 8).store(c.t0, Ordering::Relaxed);
-    word(b, off + 16).store(ns, Ordering::Relaxed);
-    word(b, off + 24).store(c.fd as i64 as u64, Ordering::Relaxed);
-    word(b, off + 32).store(c.offset as u64, Ordering::Relaxed);
-    word(b, off + 40).store(c.result as u64, Ordering::Relaxed);
-    let tag = p::event_tag(c.op.index(), (c.slot as usize).saturating_sub(1), sys::tid());
-    word(b, off).store(tag, Ordering::Release);
+    add(b, c.slot, c.op, p::CELL_LAT0 + p::lat_bucket(ns), 1);
+    let event = || [c.t0, ns, c.fd as i64 as u64, c.offset as u64, c.result as u64];
+    sample_and_push(b, (c.slot, c.op), c.bytes, ns, event);
 }
 
 /// Record one inferred call (a system call stdio made inside glibc): counted,
 /// with its byte count and size bucket, but no latency.
 pub fn inferred(slot: u16, op: Op, bytes: u64, failed: bool) {
     let Some(b) = base() else { return };
-    let add = |i: usize, v: u64| {
-        if let Some(a) = cell(b, slot, op, i) {
-            a.fetch_add(v, Ordering::Relaxed);
-        }
-    };
-    add(p::CELL_COUNT, 1);
-    add(p::CELL_INFERRED, 1);
-    if failed {
-        add(p::CELL_ERRORS, 1);
-    }
-    if bytes > 0 {
-        add(p::CELL_BYTES, bytes);
-    }
-    add(p::CELL_SIZE0 + p::size_bucket(bytes), 1);
+    add(b, slot, op, p::CELL_INFERRED, 1);
+    count(b, slot, op, bytes, failed);
+    // Inferred events: duration 0, fd -1, result = bytes (or -1 if failed).
+    let event = || [sys::now(), 0, u64::MAX, u64::MAX, if failed { u64::MAX } else { bytes }];
+    sample_and_push(b, (slot, op), bytes, 0, event);
+}
+
+/// The stack sample of a call that took `ns` (when stacks are on), then
+/// its event (when events are on, and only then made): start, duration,
+/// descriptor, offset and result, in the next slot of the event area, its
+/// tag stored last (`Release`) so a reader sees the event whole; past the
+/// area's end, a lost event counted.
+fn sample_and_push(b: usize, (slot, op): (u16, Op), bytes: u64, ns: u64, event: impl FnOnce() -> [u64; 5]) {
     let cap = EVENT_CAP.load(Ordering::Relaxed);
-    sample_stack(b, cap, op, bytes, 0);
+    sample_stack(b, cap, op, bytes, ns);
     if cap == 0 {
         return;
     }
-    // Inferred events: duration 0, fd -1, result = bytes (or -1 if failed).
     let i = word(b, hdr::EVENT_NEXT).fetch_add(1, Ordering::Relaxed) as usize;
     if i >= cap {
         word(b, hdr::LOST_EVENTS).fetch_add(1, Ordering::Relaxed);
         return;
     }
     let off = p::event_offset(i);
-    word(b, off + 8).store(sys::now(), Ordering::Relaxed);
-    word(b, off + 16).store(0, Ordering::Relaxed);
-    word(b, off + 24).store(u64::MAX, Ordering::Relaxed);
-    word(b, off + 32).store(u64::MAX, Ordering::Relaxed);
-    word(b, off + 40).store(if failed { u64::MAX } else { bytes }, Ordering::Relaxed);
+    for (k, v) in event().into_iter().enumerate() {
+        word(b, off + 8 + 8 * k).store(v, Ordering::Relaxed);
+    }
     let tag = p::event_tag(op.index(), (slot as usize).saturating_sub(1), sys::tid());
     word(b, off).store(tag, Ordering::Release);
 }
