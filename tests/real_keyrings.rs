@@ -235,6 +235,48 @@ fn signature_order_equals_gpg_on_real_keyrings() {
     }
 }
 
+/// The same with gpg 2.4.7, live, where a Debian 13 chroot is given in
+/// `KBXSCOPE_GNUPG24_CHROOT` (`/proc` mounted): each keyring imported by
+/// that gpg, `--gnupg-version 2.4` gives every signature its status.
+/// Optional in CI: without the chroot it says SKIPPED and checks nothing.
+fn statuses_equal_live_gnupg24_on_real_keyrings() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(std::path::PathBuf::from) else {
+        eprintln!(
+            "SKIPPED statuses_equal_live_gnupg24_on_real_keyrings: KBXSCOPE_GNUPG24_CHROOT is not set (optional)"
+        );
+        return;
+    };
+    assert!(chroot.join("proc/self/stat").exists(), "{}/proc is not mounted", chroot.display());
+    for keyring in KEYRINGS {
+        let inner = format!("/tmp/kbxscope-real-{}", std::process::id());
+        let outer = chroot.join(inner.trim_start_matches('/'));
+        let _ = std::fs::remove_dir_all(&outer);
+        std::fs::create_dir_all(&outer).unwrap();
+        std::fs::copy(keyring, outer.join("keyring.gpg")).unwrap();
+        let gpg = |args: &[&str]| {
+            let mut all = vec!["gpg", "--homedir", &inner, "--batch", "--faked-system-time", LIVE_AT.0];
+            all.extend_from_slice(args);
+            Command::new("chroot").arg(&chroot).args(&all).output().expect("run gpg in the chroot")
+        };
+        let keyring_inside = format!("{inner}/keyring.gpg");
+        let o = gpg(&["--quiet", "--import", &keyring_inside]);
+        assert!(o.status.success(), "gpg 2.4 --import {keyring}: {}", String::from_utf8_lossy(&o.stderr));
+        let theirs = colon_signatures(&String::from_utf8_lossy(&gpg(&["--with-colons", "--check-sigs"]).stdout));
+        let copy = tempfile::tempdir().unwrap();
+        std::fs::copy(outer.join("pubring.kbx"), copy.path().join("pubring.kbx")).unwrap();
+        let _ = Command::new("chroot").arg(&chroot).args(["gpgconf", "--homedir", &inner, "--kill", "all"]).output();
+        let _ = std::fs::remove_dir_all(&outer);
+        let (ours, _) =
+            kbxscope_signatures(&copy.path().join("pubring.kbx"), &["--gnupg-version", "2.4"], LIVE_AT.1, "gnupg");
+        assert_eq!(ours.len(), theirs.len(), "{keyring}: keys listed");
+        for (fpr, want) in &theirs {
+            assert_eq!(ours.get(fpr), Some(want), "gpg 2.4.7, {keyring}: key {fpr}");
+        }
+        let n: usize = theirs.values().map(Vec::len).sum();
+        eprintln!("{keyring}: {n} signatures, every status gpg 2.4.7's");
+    }
+}
+
 /// The subset fixture's directory.
 fn subset(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real").join(name)
@@ -409,6 +451,7 @@ crate::tests![
     reads_equal_each_gnupg_version_on_the_debian_subset,
     human_listings_equal_each_gnupg_version_on_the_debian_subset,
     ca_bundle_verdicts_equal_each_gpgsm_version,
+    statuses_equal_live_gnupg24_on_real_keyrings needs ["/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
     listing_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
     signature_order_equals_gpg_on_real_keyrings needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/debian-archive-keyring.gpg"],
 ];
