@@ -176,6 +176,13 @@ pub enum Command {
     /// when they tuned --kbx-buffer-size), and shows their numbers beside ours.
     #[command(after_help = "More: docs/sweep.md in kbxscope's source.")]
     Sweep(SweepArgs),
+    /// Replay `gpg --import FILE…` (GnuPG 2.2's import into a keybox) on a
+    /// private copy: the keys are checked, merged and written with the
+    /// reads, writes, locks and renames gpg makes, counted per file. The
+    /// copy starts empty, or as --onto's keybox, and is removed at the end;
+    /// no store of yours is written.
+    #[command(after_help = "More: docs/import.md in kbxscope's source.")]
+    Import(ImportArgs),
     /// Run PROGRAM with kbxscope's interposer preloaded and measure every
     /// call it and its descendants make on the watched files (the keybox and
     /// keyboxd's database): per process, per file, per operation. PROGRAM's
@@ -470,6 +477,26 @@ pub struct ConvertArgs {
     /// Replace OUT if it exists.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files of OpenPGP public keys (binary or ASCII-armored), as
+    /// `gpg --import` reads them.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Start from a copy of this keybox (or GnuPG home) instead of an
+    /// empty one; it is only read.
+    #[arg(long, value_name = "STORE")]
+    pub onto: Option<PathBuf>,
+    /// The time of the import (RFC 3339 or a date; default now): the
+    /// signatures' judgement and the times written into the blobs.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<i64>,
+    /// One JSON object per key on stdout, then the summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--preset` of `gen`.

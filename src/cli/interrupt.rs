@@ -86,7 +86,10 @@ fn interrupted(signal: i32) -> ! {
     // Held until exit: no file is moved into place meanwhile.
     let registry = registry();
     for path in &registry.temps {
-        let _ = std::fs::remove_file(path);
+        // A file, or a replay's private directory with all in it.
+        if std::fs::remove_file(path).is_err() {
+            let _ = std::fs::remove_dir_all(path);
+        }
     }
     eprintln!("kbxscope: interrupted ({name})");
     std::process::exit(128 + signal);

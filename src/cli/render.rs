@@ -92,7 +92,9 @@ fn colon_hex(hex: &str) -> String {
 /// `--io-summary=text`.
 pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String {
     let mut out = String::new();
-    if files.is_empty() {
+    // A write replay's files are a keybox's, SQLite's a database's.
+    let keybox_files = files.first().is_some_and(|f| !f.path.ends_with(".db"));
+    if files.is_empty() || keybox_files {
         let _ = writeln!(out, "io summary: buffer {size} ({} bytes)", s.buffer_size);
     } else {
         let _ = writeln!(out, "io summary: SQLite's system calls, and kbxscope's look at the file's first bytes");
@@ -103,7 +105,11 @@ pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String 
         let _ = writeln!(out, "  {:<6} {:>10} {:>12}", op.name(), s.count(op), duration(s.time(op)));
     }
     let _ = writeln!(out, "  {:<6} {:>10} {:>12}", "total", s.total_events(), duration(s.total_time()));
-    let _ = writeln!(out, "  bytes read: {}, logical reads: {}", s.bytes_read, s.logical_reads);
+    let _ = write!(out, "  bytes read: {}, logical reads: {}", s.bytes_read, s.logical_reads);
+    if s.bytes_written > 0 {
+        let _ = write!(out, ", bytes written: {}", s.bytes_written);
+    }
+    out.push('\n');
     if let Some(s) = kbxscope::crypto::tally::so_far() {
         let each: Vec<String> = s.verified.iter().map(|(v, n)| format!("{} {n}", v.name())).collect();
         let _ = writeln!(
@@ -115,7 +121,7 @@ pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String 
         );
     }
     if !files.is_empty() {
-        let _ = writeln!(out, "  by file (SQLite's calls):");
+        let _ = writeln!(out, "  by file{}:", if keybox_files { "" } else { " (SQLite's calls)" });
         for f in files {
             let ops: Vec<String> = FileOp::EVERY
                 .into_iter()

@@ -12,7 +12,8 @@ use std::time::Duration;
 use clap::CommandFactory;
 
 use super::args::{
-    Cli, Command, ConvertArgs, FindArgs, GenArgs, KeyType, ListArgs, LookupArg, RecordArgs, SummaryFormat, SweepArgs,
+    Cli, Command, ConvertArgs, FindArgs, GenArgs, ImportArgs, KeyType, ListArgs, LookupArg, RecordArgs, SummaryFormat,
+    SweepArgs,
 };
 use super::exporter::TelemetryOptions;
 use super::gnupg::Program;
@@ -137,6 +138,8 @@ pub enum Job {
     Gen(GenArgs),
     /// `convert`.
     Convert(ConvertArgs),
+    /// `import`.
+    Import(ImportArgs),
     /// `sweep`.
     Sweep(Box<SweepJob>),
     /// `record`.
@@ -196,6 +199,7 @@ impl Job {
             Job::Find { .. } => "find",
             Job::Gen(_) => "gen",
             Job::Convert(_) => "convert",
+            Job::Import(_) => "import",
             Job::Sweep(..) => "sweep",
             Job::Record(_) => "record",
         }
@@ -230,6 +234,7 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Find(a) => find(a)?,
         Command::Gen(a) => Job::Gen(a),
         Command::Convert(a) => Job::Convert(a),
+        Command::Import(a) => Job::Import(a),
         Command::Sweep(a) => Job::Sweep(Box::new(sweep(a, cli.io_summary.is_some(), now, cli.gnupg_version)?)),
         Command::Record(a) => Job::Record(record(a)),
     };

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 /// A system call on a keybox file.
 ///
-/// kbxscope's own I/O issues the first five ([`FileOp::ALL`]); the others
-/// ([`FileOp::MORE`]) come from other producers (the calls of a recorded
-/// program) and appear in reports only when they happened.
+/// kbxscope's reads issue the first five ([`FileOp::ALL`]); the others
+/// ([`FileOp::MORE`]) come from the write replays, SQLite and recorded
+/// programs, and appear in reports only when they happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileOp {
     /// `openat(2)`.
@@ -37,6 +37,12 @@ pub enum FileOp {
     /// `fcntl(F_SETLK/F_SETLKW/F_GETLK)`: a byte-range lock taken, released
     /// or tested (SQLite's locking).
     Lock,
+    /// `rename(2)` of the file (counted on the name it had).
+    Rename,
+    /// `unlink(2)` of the file.
+    Unlink,
+    /// `link(2)` making the file (GnuPG's lock files are taken by linking).
+    Link,
 }
 
 impl FileOp {
@@ -45,11 +51,21 @@ impl FileOp {
 
     /// The operations only other producers issue, in report order: reported
     /// when non-zero.
-    pub const MORE: [FileOp; 7] =
-        [FileOp::Write, FileOp::Mmap, FileOp::Dup, FileOp::Access, FileOp::Truncate, FileOp::Sync, FileOp::Lock];
+    pub const MORE: [FileOp; 10] = [
+        FileOp::Write,
+        FileOp::Mmap,
+        FileOp::Dup,
+        FileOp::Access,
+        FileOp::Truncate,
+        FileOp::Sync,
+        FileOp::Lock,
+        FileOp::Rename,
+        FileOp::Unlink,
+        FileOp::Link,
+    ];
 
     /// Number of operations.
-    pub(crate) const COUNT: usize = 12;
+    pub(crate) const COUNT: usize = 15;
 
     /// Every operation: [`FileOp::ALL`], then [`FileOp::MORE`].
     pub const EVERY: [FileOp; FileOp::COUNT] = [
@@ -65,6 +81,9 @@ impl FileOp {
         FileOp::Truncate,
         FileOp::Sync,
         FileOp::Lock,
+        FileOp::Rename,
+        FileOp::Unlink,
+        FileOp::Link,
     ];
 
     /// The position in [`FileOp::MORE`], for those operations.
@@ -95,6 +114,9 @@ impl FileOp {
             FileOp::Truncate => "truncate",
             FileOp::Sync => "sync",
             FileOp::Lock => "lock",
+            FileOp::Rename => "rename",
+            FileOp::Unlink => "unlink",
+            FileOp::Link => "link",
         }
     }
 }

@@ -82,6 +82,8 @@ pub struct IoStats {
     pub events: PerOp,
     /// Bytes returned by `read(2)`.
     pub bytes_read: u64,
+    /// Bytes `write(2)` wrote (the write replays; a recorded program).
+    pub bytes_written: u64,
     /// Reads asked of the buffered layer (served from the buffer or not).
     pub logical_reads: u64,
     /// Nanoseconds spent in the system calls, by operation (monotonic clock).
@@ -107,6 +109,9 @@ impl Serialize for IoStats {
         m.serialize_entry("bytes_read", &self.bytes_read)?;
         m.serialize_entry("logical_reads", &self.logical_reads)?;
         m.serialize_entry("time_ns", &OpsMap { base: &self.time_ns, more: &self.more.time_ns })?;
+        if self.bytes_written != 0 {
+            m.serialize_entry("bytes_written", &self.bytes_written)?;
+        }
         if self.beyond_end != 0 {
             m.serialize_entry("beyond_end", &self.beyond_end)?;
         }
@@ -180,6 +185,12 @@ impl IoStats {
         }
     }
 
+    /// Count the bytes one successful `write(2)` wrote.
+    #[inline]
+    pub(crate) fn record_written(&mut self, bytes: usize) {
+        self.bytes_written += bytes as u64;
+    }
+
     /// Count one blob read completely.
     #[inline]
     pub(crate) fn record_blob(&mut self, ty: BlobType) {
@@ -192,6 +203,7 @@ impl IoStats {
         self.events.merge(&other.events);
         self.time_ns.merge(&other.time_ns);
         self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
         self.logical_reads += other.logical_reads;
         self.beyond_end += other.beyond_end;
         self.more.merge(&other.more);
@@ -207,6 +219,7 @@ impl IoStats {
             buffer_size: self.buffer_size,
             events: self.events.minus(&earlier.events),
             bytes_read: self.bytes_read - earlier.bytes_read,
+            bytes_written: self.bytes_written - earlier.bytes_written,
             logical_reads: self.logical_reads - earlier.logical_reads,
             time_ns: self.time_ns.minus(&earlier.time_ns),
             beyond_end: self.beyond_end - earlier.beyond_end,

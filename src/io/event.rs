@@ -93,6 +93,9 @@ pub(super) fn event_span(op: FileOp, buffer_size: u64, offset: Option<u64>) -> t
         FileOp::Truncate => span!("truncate"),
         FileOp::Sync => span!("sync"),
         FileOp::Lock => span!("lock"),
+        FileOp::Rename => span!("rename"),
+        FileOp::Unlink => span!("unlink"),
+        FileOp::Link => span!("link"),
     }
 }
 

@@ -28,6 +28,7 @@ mod source;
 pub mod sqlite;
 mod tally;
 mod text;
+pub mod update;
 
 pub(crate) use blob_reader::{read_blob, Next, Take};
 

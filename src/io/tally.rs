@@ -122,6 +122,24 @@ impl IoTally {
         }
     }
 
+    /// A keybox update's counters per file: every read handle's events so
+    /// far are the store's, with what the update did to it; the other
+    /// files follow. All of them count in the total.
+    pub(super) fn settle_update(&self, rows: Vec<FileStats>, store: &str) {
+        let mut shared = self.shared.borrow_mut();
+        let mut store_row = FileStats { path: store.to_string(), stats: shared.total.clone() };
+        let mut others = Vec::new();
+        for r in rows {
+            shared.total.merge(&r.stats);
+            if r.path == store {
+                store_row.stats.merge(&r.stats);
+            } else {
+                others.push(r);
+            }
+        }
+        shared.files = std::iter::once(store_row).chain(others).collect();
+    }
+
     /// A handle closed: add its counters, report the rest of them.
     pub(super) fn settle(&self, stats: &IoStats, reporter: Option<Reporter>) {
         if let Some(mut r) = reporter {

@@ -83,10 +83,12 @@ use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
 use cache::{PkCache, UidCache};
+pub(crate) use import::WithoutUserIds;
 pub(crate) use keyboxd::KeyboxdSearches;
 pub use signer::Signer;
 
 mod cache;
+mod import;
 mod keyboxd;
 mod signer;
 
@@ -299,7 +301,7 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
     /// # Errors
     /// I/O errors.
     pub(crate) fn startup(&mut self, now: i64, writable: bool) -> Result<(), LookupError> {
-        let KeyboxSearches { opener, scratch, .. } = &mut self.searches;
+        let KeyboxSearches { opener, .. } = &mut self.searches;
         let mut probe = opener.open()?;
         // gpg reads the magic through stdio: one read, whatever it holds.
         let _ = probe.read(&mut [0u8; 1]);
@@ -307,6 +309,15 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
         if !writable {
             return Ok(());
         }
+        self.compress_check(now)
+    }
+
+    /// gpg's compress check alone (see the module docs).
+    ///
+    /// # Errors
+    /// The keybox cannot be opened.
+    pub(crate) fn compress_check(&mut self, now: i64) -> Result<(), LookupError> {
+        let KeyboxSearches { opener, scratch, .. } = &mut self.searches;
         // A keybox gpg cannot read through makes its compress run give up
         // quietly (the listing then reports the problem): read errors end
         // the check, only a failed open is an error.

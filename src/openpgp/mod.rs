@@ -22,6 +22,7 @@
 
 mod describe;
 mod expiry;
+pub mod incoming;
 mod issuer;
 mod keyblock;
 pub(crate) mod lookup;

@@ -11,6 +11,7 @@
 mod cores;
 pub mod dump;
 pub mod find;
+pub mod import;
 pub mod keyboxd;
 pub mod list;
 mod places;

@@ -1,0 +1,137 @@
+//! `import FILE…`: gpg's import replayed on a private copy.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+use super::args::ImportArgs;
+use super::interrupt;
+use kbxscope::io::update::PrivateCopy;
+use kbxscope::io::IoTally;
+use kbxscope::openpgp::incoming::{self, IncomingKey};
+use kbxscope::openpgp::Judge;
+use kbxscope::workload::import::{self, ImportSummary, KeyImported, KeyOutcome};
+
+/// The largest file `import` reads (GnuPG has no such limit, but each of
+/// its keys is at most 5 MiB; this only keeps a mistaken path from
+/// filling the memory).
+const FILE_LIMIT: u64 = 1 << 30;
+
+/// `import`.
+pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitCode> {
+    let mut keys = Vec::new();
+    for f in &a.files {
+        keys.extend(read_keys(f)?);
+    }
+    let onto = a.onto.as_deref().map(onto_keybox).transpose()?;
+    // The private directory is removed by a signal's handler too.
+    let copy = interrupt::create(
+        || match &onto {
+            Some(src) => PrivateCopy::of(src, None),
+            None => PrivateCopy::empty(None, "pubring.kbx"),
+        },
+        |c: &PrivateCopy| c.dir(),
+    )
+    .with_context(|| match &onto {
+        Some(src) => format!("cannot make a private copy of '{}'", src.display()),
+        None => "cannot make a private directory for the replay".to_string(),
+    })?;
+    let dir = copy.dir().to_path_buf();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut emit = |k: &KeyImported| {
+        if a.json {
+            let _ = serde_json::to_writer(&mut out, k).map(|()| writeln!(out));
+        } else {
+            eprintln!("{}", message(k));
+        }
+    };
+    let result = import::into_keybox(copy.store(), tally, &keys, judge, &mut emit);
+    interrupt::settle(&dir, || drop(copy));
+    let summary = result?;
+    if a.json {
+        writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
+    } else {
+        eprint!("{}", summary_text(&summary));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The keys of one file, or a one-line error naming it.
+fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
+    let meta = std::fs::metadata(f).with_context(|| format!("cannot read '{}'", f.display()))?;
+    if !meta.is_file() {
+        bail!("'{}' is not a file of keys", f.display());
+    }
+    if meta.len() > FILE_LIMIT {
+        bail!("'{}': {} bytes is more than import reads ({FILE_LIMIT})", f.display(), meta.len());
+    }
+    let bytes = std::fs::read(f).with_context(|| format!("cannot read '{}'", f.display()))?;
+    let plain = incoming::dearmor(&bytes).with_context(|| format!("'{}'", f.display()))?;
+    let keys =
+        incoming::keyblocks(&plain).with_context(|| format!("'{}' is not a file of OpenPGP keys", f.display()))?;
+    Ok(keys)
+}
+
+/// The keybox `--onto` names: a keybox, or a home's `pubring.kbx`.
+fn onto_keybox(p: &Path) -> Result<PathBuf> {
+    let kbx = if p.is_dir() { p.join("pubring.kbx") } else { p.to_path_buf() };
+    if p.is_dir() && !kbx.exists() && p.join("public-keys.d").join("pubring.db").exists() {
+        bail!("'{}' keeps its keys in keyboxd's database; import replays only keyboxes so far", p.display());
+    }
+    let mut magic = [0u8; 16];
+    let n = std::fs::File::open(&kbx)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut magic))
+        .with_context(|| format!("cannot read '{}'", kbx.display()))?;
+    if magic[..n].starts_with(b"SQLite format 3") {
+        bail!("'{}' is keyboxd's database; import replays only keyboxes so far", kbx.display());
+    }
+    if n < 12 || &magic[8..12] != b"KBXf" {
+        bail!("'{}' is not a keybox (no KBXf header blob)", kbx.display());
+    }
+    Ok(kbx)
+}
+
+/// gpg's line for one key.
+fn message(k: &KeyImported) -> String {
+    let id = &k.key_id;
+    let uid = &k.user_id;
+    match k.outcome {
+        KeyOutcome::Imported => format!("kbxscope: key {id}: public key \"{uid}\" imported"),
+        KeyOutcome::Unchanged => format!("kbxscope: key {id}: \"{uid}\" not changed"),
+        KeyOutcome::NoUserId => format!("kbxscope: key {id}: no user ID"),
+        KeyOutcome::Merged { user_ids, subkeys, signatures } => {
+            let mut parts = Vec::new();
+            for (n, one, many) in [
+                (user_ids, "new user ID", "new user IDs"),
+                (signatures, "new signature", "new signatures"),
+                (subkeys, "new subkey", "new subkeys"),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{n} {}", if n == 1 { one } else { many }));
+                }
+            }
+            format!("kbxscope: key {id}: \"{uid}\" {}", parts.join(", "))
+        }
+    }
+}
+
+/// gpg's closing statistics, the lines it prints for non-zero counts.
+fn summary_text(s: &ImportSummary) -> String {
+    let mut out = format!("kbxscope: Total number processed: {}\n", s.processed);
+    for (n, label) in [
+        (s.no_user_id, "w/o user IDs"),
+        (s.imported, "imported"),
+        (s.unchanged, "unchanged"),
+        (s.new_user_ids, "new user IDs"),
+        (s.new_subkeys, "new subkeys"),
+        (s.new_signatures, "new signatures"),
+    ] {
+        if n > 0 {
+            out += &format!("kbxscope: {label:>18}: {n}\n");
+        }
+    }
+    out
+}

@@ -1,0 +1,268 @@
+//! Writing a keybox as GnuPG writes it (`kbx/keybox-update.c`,
+//! `common/dotlock.c`; facts only), with every system call counted: the
+//! write replays' half of the I/O layer. It only ever writes inside a
+//! [`PrivateCopy`]: a directory of its own holding a copy of the store a
+//! replay starts from, removed when dropped.
+//!
+//! * **The lock** ([`KeyboxWriter::lock`]): the lock's own file
+//!   `.#lk0x….HOST.PID` is made once (`O_CREAT|O_EXCL`, three writes: the
+//!   pid, the host, a newline; then `stat`, a `link` to a probe name,
+//!   `stat`, `unlink` of the probe), and each lock is a `link` of it to
+//!   `pubring.kbx.lock` and a `stat`; unlocking opens and reads the lock
+//!   file, closes it and unlinks it. The own file goes at the end.
+//! * **Insert and update** ([`KeyboxWriter::insert`], [`KeyboxWriter::update`]):
+//!   `access(W_OK)`, the keybox opened read-only and `pubring.kbx.tmp`
+//!   created, the keybox copied through streams of the buffer size (reads
+//!   of the buffer size up to end of file and one more, writes of full
+//!   buffers), the new blob appended (insert) or put in place of the old
+//!   one (update), then `pubring.kbx` renamed to `pubring.kbx~` and the
+//!   temporary file to `pubring.kbx`. No fsync. A keybox that does not
+//!   exist yet is created with its header blob and the new blob.
+//! * **Delete** ([`KeyboxWriter::delete`]): the keybox opened for update,
+//!   one `lseek` to the blob's type byte and one one-byte write (the blob
+//!   becomes an empty one), close.
+
+mod copy;
+mod files;
+mod private;
+
+use std::io;
+use std::path::Path;
+
+pub use files::Role;
+pub use private::PrivateCopy;
+
+use self::copy::Streams;
+use self::files::{Access, Files, Paths};
+use super::tally::IoTally;
+
+/// Why a keybox update failed: the file and the system's error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {what} '{}': {error}", path.display())]
+pub struct UpdateError {
+    /// What was being done.
+    pub what: &'static str,
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The system's error.
+    pub error: io::Error,
+}
+
+/// GnuPG's writes to one keybox (on a private copy), counted into a tally.
+#[derive(Debug)]
+pub struct KeyboxWriter {
+    files: Files,
+    tally: IoTally,
+    /// Whether the lock's own file exists.
+    own_made: bool,
+    /// Whether the lock is held.
+    locked: bool,
+}
+
+impl KeyboxWriter {
+    /// A writer on the keybox at `store` (inside a [`PrivateCopy`]) whose
+    /// events go to `tally`, with streams of its buffer size.
+    pub fn new(store: &Path, tally: &IoTally) -> Self {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = match host.trim() {
+            "" => "localhost",
+            h => h,
+        };
+        let files = Files::new(Paths::of(store, host), tally);
+        Self { files, tally: tally.clone(), own_made: false, locked: false }
+    }
+
+    fn err(&self, what: &'static str, role: Role) -> impl FnOnce(io::Error) -> UpdateError + '_ {
+        move |error| UpdateError { what, path: self.files.paths.of_role(role).to_path_buf(), error }
+    }
+
+    /// `access(W_OK)` on the keybox, as GnuPG checks before it writes.
+    ///
+    /// # Errors
+    /// The keybox is not writable.
+    pub fn check_writable(&mut self) -> Result<(), UpdateError> {
+        self.files.access(Role::Store, Access::Writable).map_err(|e| UpdateError {
+            what: "write",
+            path: self.files.paths.store.clone(),
+            error: e,
+        })
+    }
+
+    /// `access(F_OK)` on a file of the keybox: whether it exists.
+    pub fn exists(&mut self, role: Role) -> bool {
+        self.files.access(role, Access::Exists).is_ok()
+    }
+
+    /// Take the lock (making its own file first if needed).
+    ///
+    /// # Errors
+    /// The lock cannot be made or is held (a private copy has no other
+    /// user, so that is an error, not a wait).
+    pub fn lock(&mut self) -> Result<(), UpdateError> {
+        if !self.own_made {
+            self.make_own().map_err(|e| UpdateError {
+                what: "make the lock file",
+                path: self.files.paths.own.clone(),
+                error: e,
+            })?;
+        }
+        let r = self.files.link_own(Some(Role::Lock)).and_then(|()| self.files.stat(Role::LockOwn).map(|_| ()));
+        r.map_err(|e| UpdateError { what: "take the lock", path: self.files.paths.lock.clone(), error: e })?;
+        self.locked = true;
+        Ok(())
+    }
+
+    fn make_own(&mut self) -> io::Result<()> {
+        let mut f = self.files.open(Role::LockOwn, Some((libc::O_CREAT | libc::O_EXCL, 0o644)))?;
+        self.own_made = true;
+        let host = lock_host(&self.files.paths);
+        let wrote = self
+            .files
+            .write(&mut f, format!("{:>10}\n", std::process::id()).as_bytes())
+            .and_then(|()| self.files.write(&mut f, host.as_bytes()))
+            .and_then(|()| self.files.write(&mut f, b"\n"));
+        let closed = self.files.close(f);
+        wrote.and(closed)?;
+        self.files.stat(Role::LockOwn)?;
+        self.files.link_own(None)?;
+        self.files.stat(Role::LockOwn)?;
+        self.files.unlink_probe()
+    }
+
+    /// Release the lock: its file is read (to see it is ours) and removed.
+    ///
+    /// # Errors
+    /// The lock file cannot be read or removed.
+    pub fn unlock(&mut self) -> Result<(), UpdateError> {
+        if !self.locked {
+            return Ok(());
+        }
+        self.locked = false;
+        let want = format!("{:>10}\n{}\n", std::process::id(), lock_host(&self.files.paths)).len();
+        let r = (|| {
+            let mut f = self.files.open(Role::Lock, None)?;
+            let mut buf = vec![0u8; want];
+            let read = self.files.read(&mut f, &mut buf);
+            self.files.close(f)?;
+            read?;
+            self.files.unlink(Role::Lock)
+        })();
+        r.map_err(|e| UpdateError { what: "release the lock", path: self.files.paths.lock.clone(), error: e })
+    }
+
+    /// Remove the lock's own file (GnuPG does at exit).
+    ///
+    /// # Errors
+    /// It cannot be removed.
+    pub fn finish(&mut self) -> Result<(), UpdateError> {
+        self.unlock()?;
+        if std::mem::take(&mut self.own_made) {
+            self.files.unlink(Role::LockOwn).map_err(self.err("remove", Role::LockOwn))?;
+        }
+        Ok(())
+    }
+
+    /// Create the keybox with `header` (GnuPG's `keydb_add_resource` on a
+    /// keybox that does not exist: made empty, then written).
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn create(&mut self, header: &[u8]) -> Result<(), UpdateError> {
+        let r = (|| {
+            let f = self.files.open(Role::Store, Some((libc::O_CREAT | libc::O_TRUNC, 0o666)))?;
+            self.files.close(f)?;
+            let mut f = self.files.open(Role::Store, Some((libc::O_CREAT | libc::O_TRUNC, 0o664)))?;
+            let wrote = self.files.write(&mut f, header);
+            let closed = self.files.close(f);
+            wrote.and(closed)
+        })();
+        r.map_err(|e| UpdateError { what: "write", path: self.files.paths.store.clone(), error: e })
+    }
+
+    /// Append `blob` through a full copy (GnuPG's insert). `header` is
+    /// written first when the keybox does not exist yet.
+    ///
+    /// # Errors
+    /// A system call failed; the temporary file is removed.
+    pub fn insert(&mut self, blob: &[u8], header: &[u8]) -> Result<(), UpdateError> {
+        self.copy_with(None, blob, Some(header))
+    }
+
+    /// Put `blob` in place of the `old_len` bytes at `offset` through a
+    /// full copy (GnuPG's update).
+    ///
+    /// # Errors
+    /// A system call failed; the temporary file is removed.
+    pub fn update(&mut self, offset: u64, old_len: u64, blob: &[u8]) -> Result<(), UpdateError> {
+        self.copy_with(Some((offset, old_len)), blob, None)
+    }
+
+    fn copy_with(
+        &mut self,
+        replace: Option<(u64, u64)>,
+        blob: &[u8],
+        header: Option<&[u8]>,
+    ) -> Result<(), UpdateError> {
+        self.check_writable()?;
+        let source = match self.files.open(Role::Store, None) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && header.is_some() => {
+                let mut bytes = header.unwrap_or_default().to_vec();
+                bytes.extend_from_slice(blob);
+                return self.create(&bytes);
+            }
+            Err(e) => return Err(UpdateError { what: "read", path: self.files.paths.store.clone(), error: e }),
+        };
+        let buffer = self.tally.buffer_size().bytes().max(1);
+        let tmp = match self.files.open(Role::Tmp, Some((libc::O_CREAT | libc::O_TRUNC, 0o664))) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = self.files.close(source);
+                return Err(UpdateError { what: "create", path: self.files.paths.tmp.clone(), error: e });
+            }
+        };
+        let mut s = Streams::new(&mut self.files, source, tmp, buffer);
+        let copied = match replace {
+            None => s.copy_rest(true).and_then(|()| s.put(blob)),
+            Some((at, len)) => {
+                s.copy_upto(at).and_then(|()| s.skip(len)).and_then(|()| s.put(blob)).and_then(|()| s.copy_rest(false))
+            }
+        };
+        let closed = s.close();
+        if let Err((role, e)) = copied.and(closed) {
+            let _ = self.files.unlink(Role::Tmp);
+            return Err(UpdateError { what: "copy", path: self.files.paths.of_role(role).to_path_buf(), error: e });
+        }
+        self.files.rename(Role::Store, Role::Backup).map_err(self.err("rename", Role::Store))?;
+        self.files.rename(Role::Tmp, Role::Store).map_err(self.err("rename", Role::Tmp))
+    }
+
+    /// Mark the blob at `offset` deleted in place (its type byte zeroed).
+    ///
+    /// # Errors
+    /// A system call failed.
+    pub fn delete(&mut self, offset: u64) -> Result<(), UpdateError> {
+        let r = (|| {
+            let mut f = self.files.open(Role::Store, Some((0, 0)))?;
+            let done = self.files.seek(&mut f, offset + 4).and_then(|()| self.files.write(&mut f, &[0]));
+            let closed = self.files.close(f);
+            done.and(closed)
+        })();
+        r.map_err(self.err("write", Role::Store))
+    }
+
+    /// Hand the counters per file to the tally (the store's with its read
+    /// handles'), once every read handle is closed.
+    pub fn settle(self) {
+        let store = self.files.paths.store.display().to_string();
+        self.tally.settle_update(self.files.into_rows(), &store);
+    }
+}
+
+fn lock_host(paths: &Paths) -> String {
+    let name = paths.own.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // `.#lk0x<hex>.<host>.<pid>`: the host is between the first and the last dot after the prefix.
+    let rest = name.trim_start_matches(".#lk0x");
+    let rest = rest.split_once('.').map_or("", |(_, r)| r);
+    rest.rsplit_once('.').map_or(rest, |(h, _)| h).to_string()
+}

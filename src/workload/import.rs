@@ -1,0 +1,270 @@
+//! `import FILE…`: gpg 2.2's import of OpenPGP keys into a keybox,
+//! replayed on a private copy with the reads and writes gpg makes (read
+//! in GnuPG 2.2's `g10/import.c`, `keydb.c`, `getkey.c`,
+//! `kbx/keybox-update.c`; checked under strace):
+//!
+//! * **Start**: a keybox that does not exist is created under the lock
+//!   (header blob only); then the resource probe and the compress check
+//!   under the lock (see [`crate::openpgp::lookup`]).
+//! * **Each key**: its signatures checked, the signer of each one not
+//!   made by the key itself fetched through gpg's key cache and key-id
+//!   searches (`key_check_all_keysigs`, import's default `repair-keys`);
+//!   then, under the lock, a search for
+//!   its fingerprint on a new handle from the start of the file. A new key
+//!   is appended through a full copy of the keybox; a key present gets
+//!   gpg's merge, and an update through a full copy if anything was
+//!   added. Every write closes every handle's file and empties the
+//!   kid-not-found cache. The lock is released, and the message's user id
+//!   is looked up by fingerprint (a new handle) unless a search cached it.
+//!   A key written is then searched for by key id on a new handle to the
+//!   end of the file (`have_secret_key_with_kid`: gpg-agent has no secret
+//!   key of a replay's keys).
+//!
+//! gpg's `trustdb.gpg` and its agent are not modelled: only the keybox's
+//! files are.
+
+use std::path::Path;
+
+use crate::io::update::{KeyboxWriter, Role, UpdateError};
+use crate::io::{IoTally, PathOpener};
+use crate::kbx::create::openpgp_spec;
+use crate::kbx::encode::{encode_header, encode_key_blob, HeaderSpec};
+use crate::kbx::keyblock::{gnupg_keyblock, tag};
+use crate::lookup::LookupError;
+use crate::openpgp::incoming::{self, merge, Added, IncomingKey};
+use crate::openpgp::lookup::{Gnupg, WithoutUserIds};
+use crate::openpgp::{check_keyblock, Judge, Mode, Signer};
+
+/// What gpg prints at the end of an import (`import_print_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ImportSummary {
+    /// Keys read.
+    pub processed: u64,
+    /// New keys.
+    pub imported: u64,
+    /// Keys present and not changed.
+    pub unchanged: u64,
+    /// New user ids.
+    pub new_user_ids: u64,
+    /// New subkeys.
+    pub new_subkeys: u64,
+    /// New signatures.
+    pub new_signatures: u64,
+    /// Keys without a user id, not imported.
+    pub no_user_id: u64,
+}
+
+/// What happened to one key.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome")]
+pub enum KeyOutcome {
+    /// A new key.
+    Imported,
+    /// Present and unchanged.
+    Unchanged,
+    /// Present; this was added.
+    Merged {
+        /// New user ids.
+        user_ids: u64,
+        /// New subkeys.
+        subkeys: u64,
+        /// New signatures.
+        signatures: u64,
+    },
+    /// Not imported: it has no user id.
+    NoUserId,
+}
+
+/// One key of the import.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct KeyImported {
+    /// The key id, upper-case hex.
+    pub key_id: String,
+    /// Its first user id.
+    pub user_id: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: KeyOutcome,
+}
+
+/// Why an import stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A write failed.
+    #[error(transparent)]
+    Update(#[from] UpdateError),
+    /// A search failed.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// A key could not be stored.
+    #[error("key {key_id}: {why}")]
+    Key {
+        /// The key.
+        key_id: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// Import `keys` into the keybox at `store` (a private copy; made if it
+/// does not exist), its events counted in `tally`, as `judge`'s gpg
+/// would at `judge.now`; each key's outcome handed to `emit`.
+///
+/// # Errors
+/// The first write or search that failed.
+pub fn into_keybox(
+    store: &Path,
+    tally: &IoTally,
+    keys: &[IncomingKey],
+    judge: Judge,
+    mut emit: impl FnMut(&KeyImported),
+) -> Result<ImportSummary, ImportError> {
+    let _cmd = tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len()).entered();
+    let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
+    let header = encode_header(&HeaderSpec { openpgp: true, created_at: now, last_maintenance: now });
+    let mut w = KeyboxWriter::new(store, tally);
+    let mut summary = ImportSummary::default();
+    let result = (|| {
+        start(&mut w, store, tally, judge, &header)?;
+        let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
+        for key in keys {
+            summary.processed += 1;
+            let outcome = one_key(&mut w, &mut g, key, judge, now, &header)?;
+            match outcome {
+                KeyOutcome::Imported => summary.imported += 1,
+                KeyOutcome::Unchanged => summary.unchanged += 1,
+                KeyOutcome::Merged { user_ids, subkeys, signatures } => {
+                    summary.new_user_ids += user_ids;
+                    summary.new_subkeys += subkeys;
+                    summary.new_signatures += signatures;
+                }
+                KeyOutcome::NoUserId => summary.no_user_id += 1,
+            }
+            let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
+            emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
+        }
+        Ok::<_, ImportError>(())
+    })();
+    let finished = w.finish();
+    w.settle();
+    result?;
+    finished?;
+    Ok(summary)
+}
+
+/// gpg's start on a keybox: created if missing, then the probe and the
+/// compress check under the lock.
+fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, judge: Judge, header: &[u8]) -> Result<(), ImportError> {
+    let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
+    if !store.exists() {
+        // The probe's open fails; gpg makes the file under the lock.
+        let _ = crate::io::KeyboxFile::open(store, tally);
+        w.exists(Role::Store);
+        w.lock()?;
+        w.exists(Role::Store);
+        w.exists(Role::Backup);
+        w.create(header)?;
+        w.unlock()?;
+        w.finish()?;
+        w.check_writable()?;
+        w.lock()?;
+        w.check_writable()?;
+        g.compress_check(judge.now)?;
+    } else {
+        for _ in 0..3 {
+            w.check_writable()?;
+        }
+        w.lock()?;
+        w.check_writable()?;
+        g.startup(judge.now, true)?;
+    }
+    w.check_writable()?;
+    w.unlock()?;
+    Ok(())
+}
+
+/// The blob gpg stores for `key`: its packets in gpg's framing, the
+/// self-signatures marked valid, made at `now`.
+fn blob_of(key: &IncomingKey, now: u32) -> Result<Vec<u8>, ImportError> {
+    let packets = key.packets();
+    let own = key.key_id;
+    let framed = gnupg_keyblock(&packets, |i| {
+        packets[i].tag == tag::SIGNATURE
+            && crate::openpgp::SigPacket::parse(packets[i].body).ok().and_then(|s| s.issuer) == Some(own)
+    });
+    let mut spec = openpgp_spec(&framed.bytes, false)
+        .map_err(|e| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&own), why: e.to_string() })?;
+    spec.created_at = now;
+    Ok(encode_key_blob(&spec))
+}
+
+fn one_key(
+    w: &mut KeyboxWriter,
+    g: &mut Gnupg<crate::openpgp::lookup::KeyboxSearches<PathOpener>>,
+    key: &IncomingKey,
+    judge: Judge,
+    now: u32,
+    header: &[u8],
+) -> Result<KeyOutcome, ImportError> {
+    let _key =
+        tracing::info_span!(target: "kbx::lookup", "key", kid = %crate::kbx::dump::hex_upper(&key.key_id)).entered();
+    if key.first_user_id().is_none() {
+        return Ok(KeyOutcome::NoUserId);
+    }
+    let blob = blob_of(key, now)?;
+    // `key_check_all_keysigs`: every signature checked, signers fetched.
+    let signer = Signer::from_image(blob.clone(), u64::MAX).ok_or_else(|| ImportError::Key {
+        key_id: crate::kbx::dump::hex_upper(&key.key_id),
+        why: "its blob does not decode".into(),
+    })?;
+    check_keyblock(&signer, Mode::CheckSigs, judge, &mut WithoutUserIds(g))?;
+    w.check_writable()?;
+    w.lock()?;
+    let (mut handle, present) = g.fast_search(&key.fingerprint)?;
+    let outcome = match present {
+        None => {
+            // `keydb_locate_writable`: a reset of the handle.
+            handle.reset()?;
+            w.check_writable()?;
+            w.check_writable()?;
+            g.close_files();
+            drop(handle);
+            g.forget_missing();
+            w.insert(&blob, header)?;
+            KeyOutcome::Imported
+        }
+        Some(p) => {
+            let mut old = incoming::keyblocks(crate::kbx::parse_blob(&p.image).ok().map_or(&[][..], |b| match b {
+                crate::kbx::Blob::Key(k) => k.data(),
+                _ => &[],
+            }))
+            .ok()
+            .and_then(|mut v| v.pop())
+            .ok_or_else(|| ImportError::Key {
+                key_id: crate::kbx::dump::hex_upper(&key.key_id),
+                why: "the keybox's keyblock does not decode".into(),
+            })?;
+            let added: Added = merge(&mut old, key);
+            if added.any() {
+                handle.reset()?;
+                g.close_files();
+                drop(handle);
+                g.forget_missing();
+                let merged = blob_of(&old, now)?;
+                w.update(p.signer.offset, p.image.len() as u64, &merged)?;
+                KeyOutcome::Merged { user_ids: added.user_ids, subkeys: added.subkeys, signatures: added.signatures }
+            } else {
+                w.check_writable()?;
+                w.unlock()?;
+                drop(handle);
+                g.user_id_by_fpr(&key.fingerprint, key.key_id)?;
+                return Ok(KeyOutcome::Unchanged);
+            }
+        }
+    };
+    w.check_writable()?;
+    w.unlock()?;
+    g.user_id_by_fpr(&key.fingerprint, key.key_id)?;
+    g.secret_key_probe(key.key_id)?;
+    Ok(outcome)
+}
