@@ -16,6 +16,7 @@ mod fixtures_cli;
 mod gen;
 mod gnupg_live;
 mod gpg_live;
+mod import;
 mod keyboxd;
 mod one_line_errors;
 mod openpgp_wild;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         gen::TESTS,
         gnupg_live::TESTS,
         gpg_live::TESTS,
+        import::TESTS,
         keyboxd::TESTS,
         one_line_errors::TESTS,
         openpgp_wild::TESTS,

@@ -1,0 +1,200 @@
+//! `import`: gpg 2.2's import replayed on a private copy, held against the
+//! real gpg (the machine's 2.2.40) importing the same file, counted by
+//! strace: per file and operation, the replay's calls equal gpg's (reads
+//! and seeks within a bound, see below); the summary equals gpg's; the
+//! store named with `--onto` is only read, and nothing is left behind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{io_summary, run, stderr};
+
+/// Keys of the Debian subset exported by gpg into `out` (the first `n`).
+fn export_subset(dir: &Path, n: usize) -> std::path::PathBuf {
+    let home = dir.join("src");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::copy(crate::common::fixture("real/debian-subset.kbx"), home.join("pubring.kbx")).unwrap();
+    let h = home.to_str().unwrap();
+    let listed = Command::new("gpg").args(["--homedir", h, "--batch", "--with-colons", "-k"]).output().unwrap();
+    let fprs: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[0].starts_with("pub:"))
+        .filter_map(|w| w[1].split(':').nth(9).map(str::to_string))
+        .take(n)
+        .collect();
+    assert_eq!(fprs.len(), n, "gpg lists the subset's keys");
+    let out = dir.join("keys.gpg");
+    let mut args = vec!["--homedir", h, "--batch", "--output", out.to_str().unwrap(), "--export"];
+    args.extend(fprs.iter().map(String::as_str));
+    assert!(Command::new("gpg").args(&args).status().unwrap().success());
+    crate::common::stop_gnupg_daemons(&home);
+    out
+}
+
+/// strace's counts of the calls gpg made on the keybox's files: per file
+/// name (`pubring.kbx`, `.tmp`, `.lock`), per operation.
+fn strace_counts(log: &str) -> BTreeMap<(String, String), u64> {
+    let mut fds: BTreeMap<i64, String> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for line in log.lines() {
+        let Some((call, rest)) = line.split_once('(') else { continue };
+        let ret: Option<i64> = line.rsplit_once(" = ").and_then(|(_, r)| r.split_whitespace().next()?.parse().ok());
+        let name = |s: &str| s.split('"').nth(1).map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
+        let watched = |n: &str| n.starts_with("pubring.kbx");
+        match call {
+            "openat" => {
+                let Some(n) = name(rest).filter(|n| watched(n)) else { continue };
+                *out.entry((n.clone(), "open".into())).or_insert(0) += 1;
+                if let Some(fd) = ret.filter(|r| *r >= 0) {
+                    fds.insert(fd, n);
+                }
+            }
+            "access" | "unlink" | "rename" => {
+                // rename counts on the name it had, the first path.
+                let Some(n) = name(rest).filter(|n| watched(n)) else { continue };
+                *out.entry((n, call.to_string())).or_insert(0) += 1;
+            }
+            "read" | "write" | "lseek" | "close" => {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                let fd: i64 = digits.parse().unwrap_or(-1);
+                let Some(n) = fds.get(&fd).cloned() else { continue };
+                let op = if call == "lseek" { "seek" } else { call };
+                *out.entry((n, op.to_string())).or_insert(0) += 1;
+                if call == "close" {
+                    fds.remove(&fd);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The replay's counts from `--io-summary=json`, keyed as strace's.
+fn replay_counts(summary: &serde_json::Value) -> BTreeMap<(String, String), u64> {
+    let mut out = BTreeMap::new();
+    for f in summary["files"].as_array().expect("files in the summary") {
+        let path = f["path"].as_str().unwrap();
+        let name = path.rsplit('/').next().unwrap().to_string();
+        if !name.starts_with("pubring.kbx") {
+            continue;
+        }
+        for (op, n) in f["events"].as_object().unwrap() {
+            // kbxscope's read handles fstat each open; gpg's do not.
+            if op == "total" || op == "stat" || op == "link" || n.as_u64() == Some(0) {
+                continue;
+            }
+            out.insert((name.clone(), op.clone()), n.as_u64().unwrap());
+        }
+    }
+    out
+}
+
+/// gpg 2.2.40 imports six keys of the Debian subset into an empty home
+/// under strace; the replay makes the same calls on the same files: equal
+/// counts of every operation on every file, but the keybox's reads within
+/// 3% and its seeks within 5% (the model of which signers gpg's
+/// `key_check_all_keysigs` passes over is not exact yet: here reads +2.1%,
+/// seeks -3.7%; on all 24 keys +0.95% and -3.3%). The summary lines are
+/// gpg's.
+fn import_makes_gpgs_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 6);
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let log = dir.path().join("strace.log");
+    let gpg = Command::new("strace")
+        .args(["-o", log.to_str().unwrap(), "-e", "trace=%file,%desc", "gpg", "--homedir"])
+        .arg(&home)
+        .args(["--batch", "--import"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    crate::common::stop_gnupg_daemons(&home);
+    let gpg_err = String::from_utf8_lossy(&gpg.stderr).into_owned();
+    assert!(gpg.status.success(), "{gpg_err}");
+    let theirs = strace_counts(&std::fs::read_to_string(&log).unwrap());
+    let o = run(["--gnupg-version", "2.2", "--io-summary=json", "import", keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = replay_counts(&io_summary(&o));
+    for (key, want) in &theirs {
+        let got = ours.get(key).copied().unwrap_or(0);
+        let bound = match (key.0.as_str(), key.1.as_str()) {
+            ("pubring.kbx", "read") => want * 3 / 100,
+            ("pubring.kbx", "seek") => want * 5 / 100,
+            _ => 0,
+        };
+        assert!(got.abs_diff(*want) <= bound, "{key:?}: gpg {want}, replay {got}\ngpg {theirs:?}\nours {ours:?}");
+    }
+    for key in ours.keys() {
+        assert!(theirs.contains_key(key), "{key:?}: the replay made calls gpg did not: {ours:?}");
+    }
+    // gpg's statistics.
+    let summary = |text: &str, prefix: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .filter(|l| l.contains("Total number processed") || l.trim_start().starts_with("imported"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(summary(&stderr(&o), "kbxscope: "), summary(&gpg_err, "gpg: "));
+}
+
+/// Imported onto a copy of a keybox holding them already: every key
+/// unchanged, as gpg says; the keybox named with --onto keeps its bytes,
+/// times and directory, and no private directory is left behind.
+fn onto_reads_the_store_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 4);
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let store = store_dir.join("pubring.kbx");
+    std::fs::copy(crate::common::fixture("real/debian-subset.kbx"), &store).unwrap();
+    let listing = |d: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        v.sort();
+        v
+    };
+    let before = (std::fs::read(&store).unwrap(), std::fs::metadata(&store).unwrap().modified().unwrap());
+    let (files_before, tmp) = (listing(&store_dir), dir.path().join("tmp"));
+    std::fs::create_dir(&tmp).unwrap();
+    let o = crate::common::bin()
+        .env("TMPDIR", &tmp)
+        .args(["--gnupg-version", "2.2", "import", "--onto"])
+        .arg(&store)
+        .arg(&keys)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("Total number processed: 4") && err.contains("unchanged: 4"), "{err}");
+    assert_eq!(err.matches("\" not changed").count(), 4, "{err}");
+    let after = (std::fs::read(&store).unwrap(), std::fs::metadata(&store).unwrap().modified().unwrap());
+    assert!(before == after, "the store's bytes or time changed");
+    assert_eq!(listing(&store_dir), files_before);
+    assert!(listing(&tmp).is_empty(), "left behind: {:?}", listing(&tmp));
+}
+
+/// A file that is not OpenPGP: one line naming it, exit 1, nothing left.
+fn a_file_of_no_keys_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("notes.txt");
+    std::fs::write(&bad, b"these are not keys\n").unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let o = crate::common::bin().env("TMPDIR", &tmp).args(["import"]).arg(&bad).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("notes.txt"), "{err}");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
+crate::tests![
+    import_makes_gpgs_calls needs ["gpg", "strace"],
+    onto_reads_the_store_only needs ["gpg"],
+    a_file_of_no_keys_is_one_line,
+];
