@@ -5,7 +5,7 @@
 //!
 //! * **Start**: a keybox that does not exist is created under the lock
 //!   (header blob only); then the resource probe and the compress check
-//!   under the lock (see [`crate::openpgp::lookup`]).
+//!   under the lock (as the signature listings replay them).
 //! * **Each key**: its signatures checked, the signer of each one not
 //!   made by the key itself fetched through gpg's key cache and key-id
 //!   searches (`key_check_all_keysigs`, import's default `repair-keys`);
