@@ -497,6 +497,13 @@ pub struct ImportArgs {
     /// One JSON object per key on stdout, then the summary.
     #[arg(long)]
     pub json: bool,
+    /// Also write the keybox the replay made to FILE (a new file; see
+    /// --force), through a temporary file renamed into place.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace --out's FILE if it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
 }
 
 /// `--preset` of `gen`.

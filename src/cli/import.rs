@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use super::args::ImportArgs;
 use super::interrupt;
+use super::output;
 use kbxscope::io::update::PrivateCopy;
 use kbxscope::io::IoTally;
 use kbxscope::openpgp::incoming::{self, IncomingKey};
@@ -49,8 +50,16 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
         }
     };
     let result = import::into_keybox(copy.store(), tally, &keys, judge, &mut emit);
+    // What the replay made, read once it is over (not a replayed call).
+    let made = match (&result, &a.out) {
+        (Ok(_), Some(_)) => Some(std::fs::read(copy.store()).context("cannot read the replay's keybox")),
+        _ => None,
+    };
     interrupt::settle(&dir, || drop(copy));
     let summary = result?;
+    if let (Some(made), Some(out)) = (made, &a.out) {
+        output::write_file(out, &made?, a.force)?;
+    }
     if a.json {
         writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
     } else {

@@ -83,7 +83,6 @@ use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 
 use cache::{PkCache, UidCache};
-pub(crate) use import::WithoutUserIds;
 pub(crate) use keyboxd::KeyboxdSearches;
 pub use signer::Signer;
 
@@ -301,22 +300,29 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
     /// # Errors
     /// I/O errors.
     pub(crate) fn startup(&mut self, now: i64, writable: bool) -> Result<(), LookupError> {
-        let KeyboxSearches { opener, .. } = &mut self.searches;
-        let mut probe = opener.open()?;
-        // gpg reads the magic through stdio: one read, whatever it holds.
-        let _ = probe.read(&mut [0u8; 1]);
-        drop(probe);
+        self.probe()?;
         if !writable {
             return Ok(());
         }
         self.compress_check(now)
     }
 
+    /// gpg's resource probe: an open, one read of the magic, a close.
+    ///
+    /// # Errors
+    /// The keybox cannot be opened.
+    pub(crate) fn probe(&mut self) -> Result<(), LookupError> {
+        let mut probe = self.searches.opener.open()?;
+        // gpg reads the magic through stdio: one read, whatever it holds.
+        let _ = probe.read(&mut [0u8; 1]);
+        Ok(())
+    }
+
     /// gpg's compress check alone (see the module docs).
     ///
     /// # Errors
     /// The keybox cannot be opened.
-    pub(crate) fn compress_check(&mut self, now: i64) -> Result<(), LookupError> {
+    fn compress_check(&mut self, now: i64) -> Result<(), LookupError> {
         let KeyboxSearches { opener, scratch, .. } = &mut self.searches;
         // A keybox gpg cannot read through makes its compress run give up
         // quietly (the listing then reports the problem): read errors end

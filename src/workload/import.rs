@@ -4,11 +4,12 @@
 //! `kbx/keybox-update.c`; checked under strace):
 //!
 //! * **Start**: a keybox that does not exist is created under the lock
-//!   (header blob only); then the resource probe and the compress check
-//!   under the lock (as the signature listings replay them).
-//! * **Each key**: its signatures checked, the signer of each one not
-//!   made by the key itself fetched through gpg's key cache and key-id
-//!   searches (`key_check_all_keysigs`, import's default `repair-keys`);
+//!   (header blob only); then, under the lock, GnuPG's maintenance pass
+//!   ([`KeyboxWriter::compress`]: a copy through `pubring.kbx.tmp` when
+//!   the header's stamp is three hours old).
+//! * **Each key**: the signer of each signature not made by the key
+//!   itself fetched with a key-id search (`key_check_all_keysigs`,
+//!   import's default `repair-keys`; an import disables gpg's key cache);
 //!   then, under the lock, a search for
 //!   its fingerprint on a new handle from the start of the file. A new key
 //!   is appended through a full copy of the keybox; a key present gets
@@ -32,8 +33,8 @@ use crate::kbx::encode::{encode_header, encode_key_blob, HeaderSpec};
 use crate::kbx::keyblock::{gnupg_keyblock, tag};
 use crate::lookup::LookupError;
 use crate::openpgp::incoming::{self, merge, Added, IncomingKey};
-use crate::openpgp::lookup::{Gnupg, WithoutUserIds};
-use crate::openpgp::{check_keyblock, Judge, Mode, Signer};
+use crate::openpgp::lookup::Gnupg;
+use crate::openpgp::Judge;
 
 /// What gpg prints at the end of an import (`import_print_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -80,7 +81,7 @@ pub enum KeyOutcome {
 pub struct KeyImported {
     /// The key id, upper-case hex.
     pub key_id: String,
-    /// Its first user id.
+    /// The user id gpg's message names (the key's primary one).
     pub user_id: String,
     /// What happened.
     #[serde(flatten)]
@@ -125,11 +126,11 @@ pub fn into_keybox(
     let mut w = KeyboxWriter::new(store, tally);
     let mut summary = ImportSummary::default();
     let result = (|| {
-        start(&mut w, store, tally, judge, &header)?;
+        start(&mut w, store, tally, now, &header)?;
         let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
         for key in keys {
             summary.processed += 1;
-            let outcome = one_key(&mut w, &mut g, key, judge, now, &header)?;
+            let (outcome, uid) = one_key(&mut w, &mut g, key, now, &header)?;
             match outcome {
                 KeyOutcome::Imported => summary.imported += 1,
                 KeyOutcome::Unchanged => summary.unchanged += 1,
@@ -140,7 +141,8 @@ pub fn into_keybox(
                 }
                 KeyOutcome::NoUserId => summary.no_user_id += 1,
             }
-            let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
+            let user_id = uid.as_deref().or_else(|| key.first_user_id()).map(String::from_utf8_lossy);
+            let user_id = user_id.map(|u| u.into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
         }
         Ok::<_, ImportError>(())
@@ -152,10 +154,9 @@ pub fn into_keybox(
     Ok(summary)
 }
 
-/// gpg's start on a keybox: created if missing, then the probe and the
-/// compress check under the lock.
-fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, judge: Judge, header: &[u8]) -> Result<(), ImportError> {
-    let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
+/// gpg's start on a keybox: created if missing (under the lock), then,
+/// under the lock, the maintenance pass.
+fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, now: u32, header: &[u8]) -> Result<(), ImportError> {
     if !store.exists() {
         // The probe's open fails; gpg makes the file under the lock.
         let _ = crate::io::KeyboxFile::open(store, tally);
@@ -167,17 +168,14 @@ fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, judge: Judge, head
         w.unlock()?;
         w.finish()?;
         w.check_writable()?;
-        w.lock()?;
-        w.check_writable()?;
-        g.compress_check(judge.now)?;
     } else {
+        Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone())).probe()?;
         for _ in 0..3 {
             w.check_writable()?;
         }
-        w.lock()?;
-        w.check_writable()?;
-        g.startup(judge.now, true)?;
     }
+    w.lock()?;
+    w.compress(now, true)?;
     w.check_writable()?;
     w.unlock()?;
     Ok(())
@@ -202,22 +200,16 @@ fn one_key(
     w: &mut KeyboxWriter,
     g: &mut Gnupg<crate::openpgp::lookup::KeyboxSearches<PathOpener>>,
     key: &IncomingKey,
-    judge: Judge,
     now: u32,
     header: &[u8],
-) -> Result<KeyOutcome, ImportError> {
+) -> Result<(KeyOutcome, Option<Vec<u8>>), ImportError> {
     let _key =
         tracing::info_span!(target: "kbx::lookup", "key", kid = %crate::kbx::dump::hex_upper(&key.key_id)).entered();
     if key.first_user_id().is_none() {
-        return Ok(KeyOutcome::NoUserId);
+        return Ok((KeyOutcome::NoUserId, None));
     }
     let blob = blob_of(key, now)?;
-    // `key_check_all_keysigs`: every signature checked, signers fetched.
-    let signer = Signer::from_image(blob.clone(), u64::MAX).ok_or_else(|| ImportError::Key {
-        key_id: crate::kbx::dump::hex_upper(&key.key_id),
-        why: "its blob does not decode".into(),
-    })?;
-    check_keyblock(&signer, Mode::CheckSigs, judge, &mut WithoutUserIds(g))?;
+    g.fetch_signers(key)?;
     w.check_writable()?;
     w.lock()?;
     let (mut handle, present) = g.fast_search(&key.fingerprint)?;
@@ -245,26 +237,29 @@ fn one_key(
                 why: "the keybox's keyblock does not decode".into(),
             })?;
             let added: Added = merge(&mut old, key);
-            if added.any() {
-                handle.reset()?;
-                g.close_files();
-                drop(handle);
-                g.forget_missing();
-                let merged = blob_of(&old, now)?;
-                w.update(p.signer.offset, p.image.len() as u64, &merged)?;
-                KeyOutcome::Merged { user_ids: added.user_ids, subkeys: added.subkeys, signatures: added.signatures }
-            } else {
+            if !added.any() {
                 w.check_writable()?;
                 w.unlock()?;
                 drop(handle);
-                g.user_id_by_fpr(&key.fingerprint, key.key_id)?;
-                return Ok(KeyOutcome::Unchanged);
+                let uid = g.user_id_by_fpr(&key.fingerprint, key.key_id)?;
+                return Ok((KeyOutcome::Unchanged, uid));
             }
+            // `keydb_update_keyblock`: the cache of key ids not found
+            // emptied, the key searched for again on the same handle,
+            // every handle's file closed, the blob replaced through a copy.
+            g.forget_missing();
+            w.check_writable()?;
+            g.search_again(&mut handle, &key.fingerprint)?;
+            g.close_files();
+            drop(handle);
+            let merged = blob_of(&old, now)?;
+            w.update(p.signer.offset, p.image.len() as u64, &merged)?;
+            KeyOutcome::Merged { user_ids: added.user_ids, subkeys: added.subkeys, signatures: added.signatures }
         }
     };
     w.check_writable()?;
     w.unlock()?;
-    g.user_id_by_fpr(&key.fingerprint, key.key_id)?;
+    let uid = g.user_id_by_fpr(&key.fingerprint, key.key_id)?;
     g.secret_key_probe(key.key_id)?;
-    Ok(outcome)
+    Ok((outcome, uid))
 }

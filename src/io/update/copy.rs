@@ -30,11 +30,11 @@ pub(super) struct Streams<'a> {
 type Result<T> = std::result::Result<T, (Role, io::Error)>;
 
 impl<'a> Streams<'a> {
-    pub(super) fn new(files: &'a mut Files, source: Open, target: Open, buffer: usize) -> Self {
+    pub(super) fn new(files: &'a mut Files, source: Open, target: Option<Open>, buffer: usize) -> Self {
         Self {
             files,
             source: Some(source),
-            target: Some(target),
+            target,
             inbuf: vec![0; buffer],
             in_at: 0,
             in_len: 0,
@@ -63,6 +63,30 @@ impl<'a> Streams<'a> {
             got += n;
         }
         Ok(got)
+    }
+
+    /// The target, once it is made.
+    pub(super) fn set_target(&mut self, target: Open) {
+        self.target = Some(target);
+    }
+
+    /// The files, to make the target with.
+    pub(super) fn files(&mut self) -> &mut Files {
+        self.files
+    }
+
+    /// estream's `fseek`: one `lseek(2)` (to `to`) and the buffer dropped.
+    pub(super) fn seek_to(&mut self, to: u64) -> Result<()> {
+        if let Some(src) = self.source.as_mut() {
+            self.files.seek(src, to).map_err(|e| (Role::Store, e))?;
+        }
+        (self.in_at, self.in_len) = (0, 0);
+        Ok(())
+    }
+
+    /// One request of exactly `into.len()` bytes, or fewer at end of file.
+    pub(super) fn fill(&mut self, into: &mut [u8]) -> Result<usize> {
+        self.request(into)
     }
 
     /// Write `bytes` into the target's buffer, each full buffer with one
@@ -122,18 +146,16 @@ impl<'a> Streams<'a> {
         Ok(())
     }
 
-    /// Read past `len` bytes of the source (the blob being replaced).
-    pub(super) fn skip(&mut self, mut len: u64) -> Result<()> {
-        let mut chunk = [0u8; REQUEST];
-        while len > 0 {
-            let want = usize::try_from(len).map_or(REQUEST, |r| r.min(REQUEST));
-            let n = self.request(&mut chunk[..want])?;
-            if n == 0 {
-                return Err((Role::Store, io::ErrorKind::UnexpectedEof.into()));
-            }
-            len -= n as u64;
+    /// Pass over the blob being replaced, which starts where the source
+    /// stands (at `at`) and is `len` bytes long, as GnuPG does: its first
+    /// five bytes read (length and type), then one `lseek(2)` past it
+    /// (estream's `fseek`, which also drops the buffer).
+    pub(super) fn skip(&mut self, at: u64, len: u64) -> Result<()> {
+        let mut head = [0u8; 5];
+        if self.request(&mut head)? < head.len() {
+            return Err((Role::Store, io::ErrorKind::UnexpectedEof.into()));
         }
-        Ok(())
+        self.seek_to(at + len)
     }
 
     /// Close the source, write what the target's buffer holds and close

@@ -15,13 +15,15 @@
 //!   created, the keybox copied through streams of the buffer size (reads
 //!   of the buffer size up to end of file and one more, writes of full
 //!   buffers), the new blob appended (insert) or put in place of the old
-//!   one (update), then `pubring.kbx` renamed to `pubring.kbx~` and the
+//!   one (update: the old one's length and type read, then an `lseek`
+//!   past it), then `pubring.kbx` renamed to `pubring.kbx~` and the
 //!   temporary file to `pubring.kbx`. No fsync. A keybox that does not
 //!   exist yet is created with its header blob and the new blob.
 //! * **Delete** ([`KeyboxWriter::delete`]): the keybox opened for update,
 //!   one `lseek` to the blob's type byte and one one-byte write (the blob
 //!   becomes an empty one), close.
 
+mod compress;
 mod copy;
 mod files;
 mod private;
@@ -29,6 +31,7 @@ mod private;
 use std::io;
 use std::path::Path;
 
+pub use compress::Compressed;
 pub use files::Role;
 pub use private::PrivateCopy;
 
@@ -221,12 +224,14 @@ impl KeyboxWriter {
                 return Err(UpdateError { what: "create", path: self.files.paths.tmp.clone(), error: e });
             }
         };
-        let mut s = Streams::new(&mut self.files, source, tmp, buffer);
+        let mut s = Streams::new(&mut self.files, source, Some(tmp), buffer);
         let copied = match replace {
             None => s.copy_rest(true).and_then(|()| s.put(blob)),
-            Some((at, len)) => {
-                s.copy_upto(at).and_then(|()| s.skip(len)).and_then(|()| s.put(blob)).and_then(|()| s.copy_rest(false))
-            }
+            Some((at, len)) => s
+                .copy_upto(at)
+                .and_then(|()| s.skip(at, len))
+                .and_then(|()| s.put(blob))
+                .and_then(|()| s.copy_rest(false)),
         };
         let closed = s.close();
         if let Err((role, e)) = copied.and(closed) {

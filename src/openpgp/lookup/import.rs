@@ -8,6 +8,8 @@ use std::sync::Arc;
 use super::{by_fpr, search_on, Gnupg, KeyboxSearches, Scratch, Signer};
 use crate::io::Opener;
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
+use crate::openpgp::incoming::IncomingKey;
+use crate::openpgp::SigPacket;
 
 /// The key an import found already in the keybox.
 pub(crate) struct Present {
@@ -30,6 +32,14 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
         Ok((h, present))
     }
 
+    /// `keydb_update_keyblock`'s own search: the handle reset (one
+    /// `lseek`) and the fingerprint searched for again from the start.
+    pub(crate) fn search_again(&mut self, h: &mut Handle<O>, fpr: &[u8]) -> Result<(), LookupError> {
+        h.reset()?;
+        search_on(h, Strategy::Gnupg, &mut self.searches.scratch, by_fpr(fpr))?;
+        Ok(())
+    }
+
     /// `_keybox_close_file` before a write: every handle's file is closed
     /// (the cached lookup handle opens it again at its next search).
     pub(crate) fn close_files(&mut self) {
@@ -42,6 +52,24 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
     /// cache of key ids not found.
     pub(crate) fn forget_missing(&mut self) {
         self.kid_not_found.clear();
+    }
+
+    /// `key_check_all_keysigs` (import's `repair-keys`, the default): in
+    /// keyblock order, every signature not made by the primary key itself
+    /// has its signer fetched with `get_pubkey` by its key id — never by
+    /// the issuer fingerprint. An import disables gpg's key cache
+    /// (`getkey_disable_caches`), so each one is a key-id search on the
+    /// cached handle (only the kid-not-found cache saves the scan), and no
+    /// usage is asked for, so the first keyblock with that key id is taken.
+    pub(crate) fn fetch_signers(&mut self, key: &IncomingKey) -> Result<(), LookupError> {
+        let _span = tracing::info_span!(target: "kbx::lookup", "check_all_keysigs").entered();
+        for sig in key.components.iter().flat_map(|c| &c.sigs) {
+            let Some(kid) = SigPacket::parse(sig).ok().and_then(|s| s.issuer) else { continue };
+            if kid != key.key_id {
+                self.kid_search(kid, &|_| true)?;
+            }
+        }
+        Ok(())
     }
 
     /// `have_secret_key_with_kid`, after a key was written: a new handle
@@ -57,40 +85,18 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
     }
 
     /// `get_user_id_byfpr`: the user-id cache, else a search for the
-    /// fingerprint on a new handle, closed after it.
-    pub(crate) fn user_id_by_fpr(&mut self, fpr: &[u8], kid: [u8; 8]) -> Result<(), LookupError> {
-        if self.uid_cache.get(&kid).is_some() {
-            return Ok(());
+    /// fingerprint on a new handle, closed after it. The primary user id
+    /// gpg prints, if the key was found.
+    pub(crate) fn user_id_by_fpr(&mut self, fpr: &[u8], kid: [u8; 8]) -> Result<Option<Vec<u8>>, LookupError> {
+        if let Some(s) = self.uid_cache.get(&kid) {
+            return Ok(Some(s.primary_uid.clone()));
         }
         let mut h = Handle::new(self.searches.opener.clone(), Sought::Signer);
         let mut scratch = Scratch::default();
-        if let Some(s) = search_on(&mut h, Strategy::Gnupg, &mut scratch, by_fpr(fpr))? {
-            self.uid_cache.insert(&s);
+        let found = search_on(&mut h, Strategy::Gnupg, &mut scratch, by_fpr(fpr))?;
+        if let Some(s) = &found {
+            self.uid_cache.insert(s);
         }
-        Ok(())
-    }
-}
-
-/// gpg's import checks every signature (`key_check_all_keysigs`, import's
-/// default `repair-keys`) with the signer found by key id — the key
-/// cache, then a key-id search, passing over keyblocks as a certifier's
-/// lookup does (measured: this matches gpg 2.2.40's reads within 1%) —
-/// never by the issuer fingerprint, and prints nothing, so it looks no
-/// signer's user id up.
-pub(crate) struct WithoutUserIds<'a, L>(pub(crate) &'a mut L);
-
-impl<L: super::SignerLookup> super::SignerLookup for WithoutUserIds<'_, L> {
-    fn user_id_of(&mut self, _: [u8; 8]) -> super::Found {
-        Ok(None)
-    }
-
-    fn key_for_sig(
-        &mut self,
-        _: Option<&[u8]>,
-        kid: [u8; 8],
-        usable: &super::Usable<'_>,
-        held: &super::Usable<'_>,
-    ) -> super::Found {
-        self.0.key_for_sig(None, kid, usable, held)
+        Ok(found.map(|s| s.primary_uid.clone()))
     }
 }
