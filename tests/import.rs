@@ -224,7 +224,7 @@ fn refresh_makes_gpgs_calls() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     let new_sigs = |text: &str| {
-        text.lines().find(|l| l.contains("new signatures:")).map(|l| l.split(':').last().unwrap().trim().to_string())
+        text.lines().find(|l| l.contains("new signatures:")).map(|l| l.rsplit(':').next().unwrap().trim().to_string())
     };
     assert_eq!(new_sigs(&err), new_sigs(&gpg_err), "{err}\n{gpg_err}");
     // The copy is named as --onto's file: count it as pubring.kbx.
