@@ -34,6 +34,25 @@ fn export_subset(dir: &Path, n: usize) -> std::path::PathBuf {
     out
 }
 
+/// gpg 2.2 importing `keys` into `home` under strace, with `extra`
+/// options: strace's counts (see [`strace_counts`]) and gpg's stderr.
+fn gpg_import_traced(home: &Path, keys: &Path, extra: &[&str]) -> (BTreeMap<(String, String), u64>, String) {
+    let log = home.with_extension("strace");
+    let gpg = Command::new("strace")
+        .args(["-o", log.to_str().unwrap(), "-e", "trace=%file,%desc", "gpg", "--homedir"])
+        .arg(home)
+        .arg("--batch")
+        .args(extra)
+        .arg("--import")
+        .arg(keys)
+        .output()
+        .unwrap();
+    crate::common::stop_gnupg_daemons(home);
+    let err = String::from_utf8_lossy(&gpg.stderr).into_owned();
+    assert!(gpg.status.success(), "{err}");
+    (strace_counts(&std::fs::read_to_string(&log).unwrap()), err)
+}
+
 /// strace's counts of the calls gpg made on the keybox's files: per file
 /// name (`pubring.kbx`, `.tmp`, `.lock`), per operation.
 fn strace_counts(log: &str) -> BTreeMap<(String, String), u64> {
@@ -107,18 +126,7 @@ fn import_makes_gpgs_calls() {
     let keys = export_subset(dir.path(), 6);
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
-    let log = dir.path().join("strace.log");
-    let gpg = Command::new("strace")
-        .args(["-o", log.to_str().unwrap(), "-e", "trace=%file,%desc", "gpg", "--homedir"])
-        .arg(&home)
-        .args(["--batch", "--import"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    crate::common::stop_gnupg_daemons(&home);
-    let gpg_err = String::from_utf8_lossy(&gpg.stderr).into_owned();
-    assert!(gpg.status.success(), "{gpg_err}");
-    let theirs = strace_counts(&std::fs::read_to_string(&log).unwrap());
+    let (theirs, gpg_err) = gpg_import_traced(&home, &keys, &[]);
     let made = dir.path().join("made.kbx");
     let o = run([
         "--gnupg-version",
@@ -197,18 +205,7 @@ fn refresh_makes_gpgs_calls() {
     crate::common::stop_gnupg_daemons(&stale);
     let before = dir.path().join("before.kbx");
     std::fs::copy(stale.join("pubring.kbx"), &before).unwrap();
-    let log = dir.path().join("strace.log");
-    let gpg = Command::new("strace")
-        .args(["-o", log.to_str().unwrap(), "-e", "trace=%file,%desc", "gpg", "--homedir"])
-        .arg(&stale)
-        .args(["--batch", "--import"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    crate::common::stop_gnupg_daemons(&stale);
-    let gpg_err = String::from_utf8_lossy(&gpg.stderr).into_owned();
-    assert!(gpg.status.success(), "{gpg_err}");
-    let theirs = strace_counts(&std::fs::read_to_string(&log).unwrap());
+    let (theirs, gpg_err) = gpg_import_traced(&stale, &keys, &[]);
     let made = dir.path().join("made.kbx");
     let o = run([
         "--gnupg-version",
@@ -231,6 +228,52 @@ fn refresh_makes_gpgs_calls() {
     let ours: BTreeMap<_, _> = replay_counts_named(&io_summary(&o), "before.kbx");
     assert_eq!(ours, theirs);
     same_blobs(&stale.join("pubring.kbx"), &made);
+}
+
+/// GnuPG's maintenance pass at start, five hours after the keybox's
+/// stamp (gpg's `--faked-system-time`, the replay's `--at`): on a keybox
+/// with nothing to drop, a whole copy into `pubring.kbx.tmp` that is then
+/// removed; on one with deleted blobs, a copy that replaces it. Every
+/// operation on every file equal to gpg's, both times.
+fn maintenance_pass_makes_gpgs_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 3);
+    let later = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap() + time::Duration::hours(5);
+    let faked = format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}!",
+        later.year(),
+        u8::from(later.month()),
+        later.day(),
+        later.hour(),
+        later.minute(),
+        later.second()
+    );
+    let at = later.format(&time::format_description::well_known::Rfc3339).unwrap();
+    let starts = [crate::common::fixture("real/debian-subset.kbx"), crate::common::fixture("gnupg-deleted.kbx")];
+    for (i, start) in starts.iter().enumerate() {
+        let home = dir.path().join(format!("home{i}"));
+        std::fs::create_dir(&home).unwrap();
+        std::fs::copy(start, home.join("pubring.kbx")).unwrap();
+        let onto = dir.path().join(format!("onto{i}.kbx"));
+        std::fs::copy(start, &onto).unwrap();
+        let (theirs, _) = gpg_import_traced(&home, &keys, &["--faked-system-time", &faked]);
+        let o = run([
+            "--gnupg-version",
+            "2.2",
+            "--io-summary=json",
+            "import",
+            "--at",
+            &at,
+            "--onto",
+            onto.to_str().unwrap(),
+            keys.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ours = replay_counts_named(&io_summary(&o), onto.file_name().unwrap().to_str().unwrap());
+        assert_eq!(ours, theirs, "{}", start.display());
+        let tmp = ("pubring.kbx.tmp".to_string(), "unlink".to_string());
+        assert_eq!(theirs.contains_key(&tmp), i == 0, "the copy is removed only when nothing was dropped");
+    }
 }
 
 /// Imported onto a copy of a keybox holding them already: every key
@@ -286,6 +329,7 @@ fn a_file_of_no_keys_is_one_line() {
 crate::tests![
     import_makes_gpgs_calls needs ["gpg", "strace"],
     refresh_makes_gpgs_calls needs ["gpg", "strace"],
+    maintenance_pass_makes_gpgs_calls needs ["gpg", "strace"],
     onto_reads_the_store_only needs ["gpg"],
     a_file_of_no_keys_is_one_line,
 ];
