@@ -311,6 +311,74 @@ fn onto_reads_the_store_only() {
     assert!(listing(&tmp).is_empty(), "left behind: {:?}", listing(&tmp));
 }
 
+/// Ctrl-C (SIGINT) and SIGTERM while the replay writes its private copy:
+/// exit 130 and 143, the private directory gone, the store named with
+/// --onto unchanged.
+fn signals_remove_the_private_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 24);
+    let store = dir.path().join("store.kbx");
+    std::fs::copy(crate::common::fixture("gnupg-mixed.kbx"), &store).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut child = crate::common::bin()
+            .env("TMPDIR", &tmp)
+            .args(["--gnupg-version", "2.2", "--kbx-buffer-size", "0", "import", "--onto"])
+            .arg(&store)
+            .arg(&keys)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Signalled once the private directory holds the temporary copy.
+        let writing = || {
+            std::fs::read_dir(&tmp)
+                .unwrap()
+                .filter_map(|e| std::fs::read_dir(e.ok()?.path()).ok())
+                .flatten()
+                .any(|f| f.is_ok_and(|f| f.file_name().to_string_lossy().ends_with(".tmp")))
+        };
+        while child.try_wait().unwrap().is_none() && !writing() {
+            std::thread::yield_now();
+        }
+        let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{signal}");
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{signal}: the private directory is left");
+        assert!(std::fs::read(&store).unwrap() == before);
+    }
+}
+
+/// A file system that fills up during the replay (a 1 MiB tmpfs as
+/// TMPDIR; needs root to mount it): one line naming the file and the
+/// system's error, exit 1, nothing left on it.
+fn a_full_disk_is_one_line() {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        crate::common::skip_part("import::a_full_disk_is_one_line", "mounting a small tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 6);
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(mounted.success(), "mount a tmpfs");
+    let o = crate::common::bin().env("TMPDIR", &small).args(["--gnupg-version", "2.2", "import"]).arg(&keys).output();
+    let left = std::fs::read_dir(&small).map(|d| d.count()).unwrap_or(0);
+    let _ = Command::new("umount").arg(&small).status();
+    let o = o.unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    // gpg's line for each key imported before, then the error's one line.
+    let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with("kbxscope: key ")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("pubring.kbx") && errors[0].contains("No space left on device"), "{err}");
+    assert_eq!(left, 0, "left on the full file system");
+}
+
 /// A file that is not OpenPGP: one line naming it, exit 1, nothing left.
 fn a_file_of_no_keys_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,4 +400,6 @@ crate::tests![
     maintenance_pass_makes_gpgs_calls needs ["gpg", "strace"],
     onto_reads_the_store_only needs ["gpg"],
     a_file_of_no_keys_is_one_line,
+    signals_remove_the_private_copy needs ["gpg"],
+    a_full_disk_is_one_line needs ["gpg", "mount"],
 ];

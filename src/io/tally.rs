@@ -124,8 +124,11 @@ impl IoTally {
 
     /// A keybox update's counters per file: every read handle's events so
     /// far are the store's, with what the update did to it; the other
-    /// files follow. All of them count in the total.
+    /// files follow. All of them count in the total. The keybox's
+    /// replacements the update made itself are not changes from outside:
+    /// they are forgotten.
     pub(super) fn settle_update(&self, rows: Vec<FileStats>, store: &str) {
+        self.watch.borrow_mut().changes.clear();
         let mut shared = self.shared.borrow_mut();
         let mut store_row = FileStats { path: store.to_string(), stats: shared.total.clone() };
         let mut others = Vec::new();
