@@ -276,6 +276,77 @@ fn maintenance_pass_makes_gpgs_calls() {
     }
 }
 
+/// `record` of the real gpg 2.2.40 importing six keys into an empty home
+/// shows, per file, the operations the replay makes, with the same counts
+/// (renames, links and unlinks included); and of a `gpg -k` five hours
+/// after the keybox's stamp, one line saying gpg ran the maintenance pass
+/// for nothing.
+fn record_shows_the_same_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 6);
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let h = home.to_str().unwrap();
+    let o = run([
+        "--io-summary=json",
+        "record",
+        "--",
+        "gpg",
+        "--homedir",
+        h,
+        "--batch",
+        "--import",
+        keys.to_str().unwrap(),
+    ]);
+    crate::common::stop_gnupg_daemons(&home);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err.lines().rev().find(|l| l.starts_with('{')).expect("record's summary");
+    let summary: serde_json::Value = serde_json::from_str(line).unwrap();
+    let mut recorded = BTreeMap::new();
+    // gpg's own calls, the process record started (the child it forks to
+    // start gpg-agent closes the descriptors it inherited).
+    let main = summary["processes"].as_array().unwrap().iter().min_by_key(|p| p["pid"].as_u64()).unwrap();
+    for p in [main] {
+        for f in p["files"].as_array().into_iter().flatten() {
+            let name = f["path"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+            for (op, n) in f["events"].as_object().unwrap() {
+                if op != "total" && op != "stat" && n.as_u64() != Some(0) {
+                    *recorded.entry((name.clone(), op.clone())).or_insert(0) += n.as_u64().unwrap();
+                }
+            }
+        }
+    }
+    let o = run(["--gnupg-version", "2.2", "--io-summary=json", "import", keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut ours = replay_counts(&io_summary(&o));
+    // The replay's links are counted on the lock file, as record counts them.
+    let summary = io_summary(&o);
+    for f in summary["files"].as_array().unwrap() {
+        if f["path"].as_str().unwrap().ends_with("pubring.kbx.lock") {
+            ours.insert(("pubring.kbx.lock".into(), "link".into()), f["events"]["link"].as_u64().unwrap());
+        }
+    }
+    assert_eq!(recorded, ours);
+
+    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(5);
+    let faked = format!(
+        "{}{:02}{:02}T{:02}{:02}{:02}!",
+        later.year(),
+        u8::from(later.month()),
+        later.day(),
+        later.hour(),
+        later.minute(),
+        later.second()
+    );
+    let o = run(["--io-summary", "record", "--", "gpg", "--homedir", h, "--batch", "--faked-system-time", &faked, "-k"]);
+    crate::common::stop_gnupg_daemons(&home);
+    let err = stderr(&o);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("ran GnuPG's keybox maintenance pass")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("pubring.kbx.tmp"), "{err}");
+}
+
 /// Imported onto a copy of a keybox holding them already: every key
 /// unchanged, as gpg says; the keybox named with --onto keeps its bytes,
 /// times and directory, and no private directory is left behind.
@@ -398,6 +469,7 @@ crate::tests![
     import_makes_gpgs_calls needs ["gpg", "strace"],
     refresh_makes_gpgs_calls needs ["gpg", "strace"],
     maintenance_pass_makes_gpgs_calls needs ["gpg", "strace"],
+    record_shows_the_same_operations needs ["gpg"],
     onto_reads_the_store_only needs ["gpg"],
     a_file_of_no_keys_is_one_line,
     signals_remove_the_private_copy needs ["gpg"],

@@ -45,6 +45,18 @@ fn record(global: &[&str], program: &str, args: &[&str]) -> Output {
     bin().args(global).args(["record", "--", program]).args(args).output().expect("run kbxscope record")
 }
 
+/// `record --watch pubring.kbx`: the keybox alone, as the strace
+/// comparisons count it (not the maintenance pass's temporary copy and
+/// lock file, which record watches by default).
+fn record_keybox(global: &[&str], program: &str, args: &[&str]) -> Output {
+    bin()
+        .args(global)
+        .args(["record", "--watch", "pubring.kbx", "--", program])
+        .args(args)
+        .output()
+        .expect("run kbxscope record")
+}
+
 /// The record summary: the one JSON line on stderr with `processes`.
 fn summary(o: &Output) -> serde_json::Value {
     let err = stderr(o);
@@ -119,7 +131,7 @@ fn compare_with_strace(program: &str, args: &[&str], start_agent: bool) {
         let o = Command::new("gpg-connect-agent").args(["--homedir", home.path(), "/bye"]).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let o = record(&["--io-summary=json"], program, &full);
+    let o = record_keybox(&["--io-summary=json"], program, &full);
     let ours = recorded_counts(&summary(&o));
     if start_agent {
         assert!(stderr(&o).contains("gpg-agent was already running"), "{}", stderr(&o));

@@ -105,6 +105,16 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
         notes.push(format!("{incomplete} record file(s) were still being created and are left out"));
     }
 
+    // With the summary, whose counts it explains (without one, record adds
+    // nothing to PROGRAM's stderr but its own troubles).
+    for m in recorded.maintenance_passes().into_iter().filter(|_| summary.is_some()) {
+        let times = if m.times == 1 { String::new() } else { format!(" {} times", m.times) };
+        notes.push(format!(
+            "{} (pid {}) ran GnuPG's keybox maintenance pass{times}: it copied the keybox into {} and removed the copy, \
+             nothing being dropped, so the stamp stays older than three hours and the next start copies it again",
+            m.program, m.pid, m.tmp
+        ));
+    }
     if let Some(observer) = kbxscope::events::observer() {
         for p in &recorded.processes {
             observer.observe_recorded(&Origin { pid: p.pid, tid: p.pid, program: &p.program }, &p.stats);

@@ -28,10 +28,20 @@ use serde::Serialize;
 
 use crate::events::{FileEvent, FileOp, FileStats, IoStats, Origin};
 
-/// The files watched unless `--watch` says otherwise: the keybox and
-/// keyboxd's SQLite database with its journal, WAL and shared memory.
-pub const DEFAULT_WATCH: &[&str] =
-    &["pubring.kbx", "pubring.db", "pubring.db-journal", "pubring.db-wal", "pubring.db-shm"];
+/// The files watched unless `--watch` says otherwise: the keybox with the
+/// files GnuPG updates it through (its temporary copy, backup and lock
+/// file), and keyboxd's SQLite database with its journal, WAL and shared
+/// memory.
+pub const DEFAULT_WATCH: &[&str] = &[
+    "pubring.kbx",
+    "pubring.kbx.tmp",
+    "pubring.kbx~",
+    "pubring.kbx.lock",
+    "pubring.db",
+    "pubring.db-journal",
+    "pubring.db-wal",
+    "pubring.db-shm",
+];
 
 /// The interposer's upper bound on `KBXSCOPE_RECORD_EVENTS`.
 pub const MAX_EVENTS: u64 = 1 << 24;
@@ -51,6 +61,9 @@ pub(crate) fn file_op(op: Op) -> Option<FileOp> {
         Op::Ftruncate => FileOp::Truncate,
         Op::Fsync | Op::Fdatasync => FileOp::Sync,
         Op::Access => FileOp::Access,
+        Op::Rename => FileOp::Rename,
+        Op::Unlink => FileOp::Unlink,
+        Op::Link => FileOp::Link,
         Op::Fopen | Op::Fclose | Op::StdioRead | Op::StdioSeek => return None,
     })
 }
@@ -73,6 +86,47 @@ pub struct Process {
     pub calls: BTreeMap<&'static str, u64>,
     /// Records (program images) of this pid.
     pub images: usize,
+}
+
+/// A keybox maintenance pass a recorded process made for nothing: GnuPG's
+/// `keybox_compress` copied the keybox into its temporary file and removed
+/// the copy, as nothing was to be dropped (which leaves the maintenance
+/// stamp old, so the next start copies again). Found by the `unlink` of a
+/// `*.kbx.tmp`, which GnuPG makes only there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaintenancePass {
+    /// The process.
+    pub pid: u32,
+    /// Its program.
+    pub program: String,
+    /// The temporary file.
+    pub tmp: String,
+    /// How many times.
+    pub times: u64,
+    /// Bytes written to the temporary file in all (its inserts' copies too).
+    pub bytes_written: u64,
+}
+
+impl Recorded {
+    /// The maintenance passes made for nothing, per process and keybox.
+    pub fn maintenance_passes(&self) -> Vec<MaintenancePass> {
+        let mut out = Vec::new();
+        for p in &self.processes {
+            for f in p.files.iter().filter(|f| f.path.ends_with(".kbx.tmp")) {
+                let times = f.stats.count(FileOp::Unlink);
+                if times > 0 {
+                    out.push(MaintenancePass {
+                        pid: p.pid,
+                        program: p.program.clone(),
+                        tmp: f.path.clone(),
+                        times,
+                        bytes_written: f.stats.bytes_written,
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Events the interposer could not count.
@@ -114,6 +168,9 @@ fn add_cell(s: &mut IoStats, op: FileOp, c: &OpStats) {
     s.add_counts(op, c.count, c.total_ns);
     if op == FileOp::Read {
         s.bytes_read += c.bytes;
+    }
+    if op == FileOp::Write {
+        s.bytes_written += c.bytes;
     }
     if let Some(h) = &mut s.histograms {
         for (b, n) in c.lat_hist.iter().enumerate().filter(|(_, n)| **n > 0) {

@@ -32,6 +32,8 @@ mod hooks_fd;
 #[cfg(not(test))]
 mod hooks_io;
 #[cfg(not(test))]
+mod hooks_names;
+#[cfg(not(test))]
 mod hooks_open;
 #[cfg(not(test))]
 mod hooks_stat;

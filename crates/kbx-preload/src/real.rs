@@ -94,6 +94,14 @@ real! {
     access: unsafe extern "C" fn(*const c_char, c_int) -> c_int;
     euidaccess: unsafe extern "C" fn(*const c_char, c_int) -> c_int;
     faccessat: unsafe extern "C" fn(c_int, *const c_char, c_int, c_int) -> c_int;
+    rename: unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
+    renameat: unsafe extern "C" fn(c_int, *const c_char, c_int, *const c_char) -> c_int;
+    renameat2: unsafe extern "C" fn(c_int, *const c_char, c_int, *const c_char, c_uint) -> c_int;
+    unlink: unsafe extern "C" fn(*const c_char) -> c_int;
+    remove: unsafe extern "C" fn(*const c_char) -> c_int;
+    unlinkat: unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int;
+    link: unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
+    linkat: unsafe extern "C" fn(c_int, *const c_char, c_int, *const c_char, c_int) -> c_int;
     mmap: unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
     mmap64: unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off64_t) -> *mut c_void;
     dup: unsafe extern "C" fn(c_int) -> c_int;

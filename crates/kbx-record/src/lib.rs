@@ -193,11 +193,17 @@ pub enum Op {
     StdioRead = 23,
     /// fseek, fseeko, ftell, ftello, rewind (stdio level).
     StdioSeek = 24,
+    /// rename, renameat, renameat2 of a watched path (counted on the old name).
+    Rename = 25,
+    /// unlink, unlinkat, remove of a watched path.
+    Unlink = 26,
+    /// link, linkat to a watched path (counted on the new name: GnuPG takes its lock files so).
+    Link = 27,
 }
 
 impl Op {
     /// All operations in column order.
-    pub const ALL: [Op; 25] = [
+    pub const ALL: [Op; 28] = [
         Op::Open,
         Op::Close,
         Op::Read,
@@ -223,6 +229,9 @@ impl Op {
         Op::Fclose,
         Op::StdioRead,
         Op::StdioSeek,
+        Op::Rename,
+        Op::Unlink,
+        Op::Link,
     ];
 
     /// The column index.
@@ -264,6 +273,9 @@ impl Op {
             Op::Fclose => "fclose",
             Op::StdioRead => "stdio_read",
             Op::StdioSeek => "stdio_seek",
+            Op::Rename => "rename",
+            Op::Unlink => "unlink",
+            Op::Link => "link",
         }
     }
 }
