@@ -339,7 +339,8 @@ fn record_shows_the_same_operations() {
         later.minute(),
         later.second()
     );
-    let o = run(["--io-summary", "record", "--", "gpg", "--homedir", h, "--batch", "--faked-system-time", &faked, "-k"]);
+    let o =
+        run(["--io-summary", "record", "--", "gpg", "--homedir", h, "--batch", "--faked-system-time", &faked, "-k"]);
     crate::common::stop_gnupg_daemons(&home);
     let err = stderr(&o);
     let said: Vec<&str> = err.lines().filter(|l| l.contains("ran GnuPG's keybox maintenance pass")).collect();
