@@ -348,6 +348,49 @@ fn record_shows_the_same_operations() {
     assert!(said[0].contains("pubring.kbx.tmp"), "{err}");
 }
 
+/// gpg 2.2.40 deletes two keys of the Debian subset (`--batch --yes
+/// --delete-keys FPR FPR`) under strace; the replay on a copy of the same
+/// keybox makes the same calls on the same files and leaves the same bytes
+/// (each blob's type byte zeroed in place, nothing copied).
+fn delete_makes_gpgs_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let subset = crate::common::fixture("real/debian-subset.kbx");
+    std::fs::copy(&subset, home.join("pubring.kbx")).unwrap();
+    let listed =
+        Command::new("gpg").arg("--homedir").arg(&home).args(["--batch", "--with-colons", "-k"]).output().unwrap();
+    let fprs: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[0].starts_with("pub:"))
+        .filter_map(|w| w[1].split(':').nth(9).map(str::to_string))
+        .collect();
+    let chosen = [fprs[3].as_str(), fprs[17].as_str()];
+    std::fs::copy(&subset, home.join("pubring.kbx")).unwrap();
+    let log = dir.path().join("strace.log");
+    let gpg = Command::new("strace")
+        .args(["-o", log.to_str().unwrap(), "-e", "trace=%file,%desc", "gpg", "--homedir"])
+        .arg(&home)
+        .args(["--batch", "--yes", "--delete-keys"])
+        .args(chosen)
+        .output()
+        .unwrap();
+    crate::common::stop_gnupg_daemons(&home);
+    assert!(gpg.status.success(), "{}", String::from_utf8_lossy(&gpg.stderr));
+    let theirs = strace_counts(&std::fs::read_to_string(&log).unwrap());
+    let made = dir.path().join("made.kbx");
+    let mut args = vec!["--gnupg-version", "2.2", "--io-summary=json", "delete", "--onto", subset.to_str().unwrap()];
+    args.extend(["--out", made.to_str().unwrap()]);
+    args.extend(chosen);
+    let o = run(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = replay_counts_named(&io_summary(&o), "debian-subset.kbx");
+    assert_eq!(ours, theirs);
+    assert!(std::fs::read(home.join("pubring.kbx")).unwrap() == std::fs::read(&made).unwrap(), "the same bytes");
+}
+
 /// Imported onto a copy of a keybox holding them already: every key
 /// unchanged, as gpg says; the keybox named with --onto keeps its bytes,
 /// times and directory, and no private directory is left behind.
@@ -471,6 +514,7 @@ crate::tests![
     refresh_makes_gpgs_calls needs ["gpg", "strace"],
     maintenance_pass_makes_gpgs_calls needs ["gpg", "strace"],
     record_shows_the_same_operations needs ["gpg"],
+    delete_makes_gpgs_calls needs ["gpg", "strace"],
     onto_reads_the_store_only needs ["gpg"],
     a_file_of_no_keys_is_one_line,
     signals_remove_the_private_copy needs ["gpg"],

@@ -183,6 +183,12 @@ pub enum Command {
     /// no store of yours is written.
     #[command(after_help = "More: docs/import.md in kbxscope's source.")]
     Import(ImportArgs),
+    /// Replay `gpg --batch --yes --delete-keys FINGERPRINT…` (GnuPG 2.2, a
+    /// keybox) on a private copy of --onto's keybox: each key searched for,
+    /// and its blob marked deleted in place under the lock, counted per
+    /// file. The keybox named is only read.
+    #[command(after_help = "More: docs/import.md in kbxscope's source.")]
+    Delete(DeleteArgs),
     /// Run PROGRAM with kbxscope's interposer preloaded and measure every
     /// call it and its descendants make on the watched files (the keybox and
     /// keyboxd's database): per process, per file, per operation. PROGRAM's
@@ -499,6 +505,30 @@ pub struct ImportArgs {
     pub json: bool,
     /// Also write the keybox the replay made to FILE (a new file; see
     /// --force), through a temporary file renamed into place.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace --out's FILE if it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
+}
+
+/// Arguments of `delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// Fingerprints of the keys (40 or 64 hex digits; gpg deletes in batch
+    /// mode only by fingerprint).
+    #[arg(value_name = "FINGERPRINT", required = true)]
+    pub fingerprints: Vec<String>,
+    /// The keybox (or GnuPG home) whose private copy the keys are deleted
+    /// from; it is only read.
+    #[arg(long, value_name = "STORE", required = true)]
+    pub onto: PathBuf,
+    /// The time of the run (RFC 3339 or a date; default now): the
+    /// maintenance pass's.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<i64>,
+    /// Also write the keybox the replay made to FILE (a new file; see
+    /// --force).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Replace --out's FILE if it exists.

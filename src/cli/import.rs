@@ -26,8 +26,40 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
     for f in &a.files {
         keys.extend(read_keys(f)?);
     }
-    let onto = a.onto.as_deref().map(onto_keybox).transpose()?;
-    // The private directory is removed by a signal's handler too.
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut emit = |k: &KeyImported| {
+        if a.json {
+            let _ = serde_json::to_writer(&mut out, k).map(|()| writeln!(out));
+        } else {
+            eprintln!("{}", message(k));
+        }
+    };
+    let out_file = a.out.as_deref().map(|p| (p, a.force));
+    let summary = on_private_copy(a.onto.as_deref(), out_file, |store| {
+        import::into_keybox(store, tally, &keys, judge, &mut emit)
+    })?;
+    if a.json {
+        writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
+    } else {
+        eprint!("{}", summary_text(&summary));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `replay` on a private copy of `onto`'s keybox (a new empty one
+/// without it), removed afterwards and on a signal; with `out`, the keybox
+/// the replay made is written there (through a temporary file; the bool:
+/// replace it if it exists).
+pub(super) fn on_private_copy<T, E>(
+    onto: Option<&Path>,
+    out: Option<(&Path, bool)>,
+    replay: impl FnOnce(&Path) -> Result<T, E>,
+) -> Result<T>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let onto = onto.map(onto_keybox).transpose()?;
     let copy = interrupt::create(
         || match &onto {
             Some(src) => PrivateCopy::of(src, None),
@@ -40,32 +72,18 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
         None => "cannot make a private directory for the replay".to_string(),
     })?;
     let dir = copy.dir().to_path_buf();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut emit = |k: &KeyImported| {
-        if a.json {
-            let _ = serde_json::to_writer(&mut out, k).map(|()| writeln!(out));
-        } else {
-            eprintln!("{}", message(k));
-        }
-    };
-    let result = import::into_keybox(copy.store(), tally, &keys, judge, &mut emit);
+    let result = replay(copy.store());
     // What the replay made, read once it is over (not a replayed call).
-    let made = match (&result, &a.out) {
+    let made = match (&result, out) {
         (Ok(_), Some(_)) => Some(std::fs::read(copy.store()).context("cannot read the replay's keybox")),
         _ => None,
     };
     interrupt::settle(&dir, || drop(copy));
-    let summary = result?;
-    if let (Some(made), Some(out)) = (made, &a.out) {
-        output::write_file(out, &made?, a.force)?;
+    let value = result?;
+    if let (Some(made), Some((path, force))) = (made, out) {
+        output::write_file(path, &made?, force)?;
     }
-    if a.json {
-        writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
-    } else {
-        eprint!("{}", summary_text(&summary));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(value)
 }
 
 /// The keys of one file, or a one-line error naming it.

@@ -12,8 +12,8 @@ use std::time::Duration;
 use clap::CommandFactory;
 
 use super::args::{
-    Cli, Command, ConvertArgs, FindArgs, GenArgs, ImportArgs, KeyType, ListArgs, LookupArg, RecordArgs, SummaryFormat,
-    SweepArgs,
+    Cli, Command, ConvertArgs, DeleteArgs, FindArgs, GenArgs, ImportArgs, KeyType, ListArgs, LookupArg, RecordArgs,
+    SummaryFormat, SweepArgs,
 };
 use super::exporter::TelemetryOptions;
 use super::gnupg::Program;
@@ -140,6 +140,8 @@ pub enum Job {
     Convert(ConvertArgs),
     /// `import`.
     Import(ImportArgs),
+    /// `delete`.
+    Delete(DeleteArgs),
     /// `sweep`.
     Sweep(Box<SweepJob>),
     /// `record`.
@@ -200,6 +202,7 @@ impl Job {
             Job::Gen(_) => "gen",
             Job::Convert(_) => "convert",
             Job::Import(_) => "import",
+            Job::Delete(_) => "delete",
             Job::Sweep(..) => "sweep",
             Job::Record(_) => "record",
         }
@@ -235,6 +238,7 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Gen(a) => Job::Gen(a),
         Command::Convert(a) => Job::Convert(a),
         Command::Import(a) => Job::Import(a),
+        Command::Delete(a) => Job::Delete(a),
         Command::Sweep(a) => Job::Sweep(Box::new(sweep(a, cli.io_summary.is_some(), now, cli.gnupg_version)?)),
         Command::Record(a) => Job::Record(record(a)),
     };

@@ -156,7 +156,13 @@ pub fn into_keybox(
 
 /// gpg's start on a keybox: created if missing (under the lock), then,
 /// under the lock, the maintenance pass.
-fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, now: u32, header: &[u8]) -> Result<(), ImportError> {
+pub(super) fn start(
+    w: &mut KeyboxWriter,
+    store: &Path,
+    tally: &IoTally,
+    now: u32,
+    header: &[u8],
+) -> Result<(), ImportError> {
     if !store.exists() {
         // The probe's open fails; gpg makes the file under the lock.
         let _ = crate::io::KeyboxFile::open(store, tally);

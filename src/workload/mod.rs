@@ -9,6 +9,7 @@
 //! each blob completely, deleted blobs skipped with a seek.
 
 mod cores;
+pub mod delete;
 pub mod dump;
 pub mod find;
 pub mod import;

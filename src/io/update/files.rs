@@ -132,7 +132,8 @@ impl Files {
     }
 
     /// Open a role's file: read-only, or for writing with `flags`
-    /// (`O_CREAT|O_TRUNC`, `O_CREAT|O_EXCL`) and `mode`.
+    /// (`O_CREAT|O_TRUNC`, `O_CREAT|O_EXCL`) and `mode`; `flags` without
+    /// `O_CREAT` opens for reading and writing (`r+`).
     pub(crate) fn open(&mut self, role: Role, write: Option<(i32, u32)>) -> io::Result<Open> {
         let path = self.paths.of_role(role).to_path_buf();
         self.open_path(role, &path, write)
@@ -142,6 +143,7 @@ impl Files {
         let mut o = OpenOptions::new();
         match write {
             None => o.read(true),
+            Some((flags, _)) if flags & libc::O_CREAT == 0 => o.read(true).write(true).custom_flags(flags),
             Some((flags, mode)) => o.write(true).custom_flags(flags).mode(mode),
         };
         let file = self.call(role, FileOp::Open, || o.open(path))?;
@@ -176,6 +178,14 @@ impl Files {
         use std::io::Seek;
         let file = &mut f.file;
         self.call(f.role, FileOp::Seek, || file.seek(io::SeekFrom::Start(to))).map(|_| ())
+    }
+
+    /// `lseek(2)` by 0 from where the file stands (estream asks so when a
+    /// stream turns from reading to writing).
+    pub(crate) fn tell(&mut self, f: &mut Open) -> io::Result<()> {
+        use std::io::Seek;
+        let file = &mut f.file;
+        self.call(f.role, FileOp::Seek, || file.seek(io::SeekFrom::Current(0))).map(|_| ())
     }
 
     /// `close(2)`, which may report a delayed write error (a full disk).

@@ -20,8 +20,9 @@
 //!   temporary file to `pubring.kbx`. No fsync. A keybox that does not
 //!   exist yet is created with its header blob and the new blob.
 //! * **Delete** ([`KeyboxWriter::delete`]): the keybox opened for update,
-//!   one `lseek` to the blob's type byte and one one-byte write (the blob
-//!   becomes an empty one), close.
+//!   one `lseek` to the blob's type byte, one more by 0 (estream turning
+//!   the stream to writing) and a one-byte write (the blob becomes an
+//!   empty one), close.
 
 mod compress;
 mod copy;
@@ -249,7 +250,11 @@ impl KeyboxWriter {
     pub fn delete(&mut self, offset: u64) -> Result<(), UpdateError> {
         let r = (|| {
             let mut f = self.files.open(Role::Store, Some((0, 0)))?;
-            let done = self.files.seek(&mut f, offset + 4).and_then(|()| self.files.write(&mut f, &[0]));
+            let done = self
+                .files
+                .seek(&mut f, offset + 4)
+                .and_then(|()| self.files.tell(&mut f))
+                .and_then(|()| self.files.write(&mut f, &[0]));
             let closed = self.files.close(f);
             done.and(closed)
         })();

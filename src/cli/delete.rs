@@ -1,0 +1,37 @@
+//! `delete FINGERPRINT…`: gpg's deletion replayed on a private copy.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+use super::args::DeleteArgs;
+use super::import::on_private_copy;
+use kbxscope::io::IoTally;
+use kbxscope::workload::delete::{self, KeyDeleted};
+
+/// `delete`.
+pub(super) fn run(a: &DeleteArgs, now: i64, tally: &IoTally) -> Result<ExitCode> {
+    let fingerprints = a.fingerprints.iter().map(|f| fingerprint(f)).collect::<Result<Vec<_>>>()?;
+    let now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
+    let mut missing = 0;
+    let emit = |k: &KeyDeleted| {
+        if k.deleted {
+            eprintln!("kbxscope: key {} deleted", k.fingerprint);
+        } else {
+            missing += 1;
+            eprintln!("kbxscope: key \"{}\" not found: No public key", k.fingerprint);
+        }
+    };
+    let out = a.out.as_deref().map(|p| (p, a.force));
+    on_private_copy(Some(&a.onto), out, |store| delete::from_keybox(store, tally, &fingerprints, now, emit))?;
+    Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// A fingerprint's bytes from its hex (spaces and a `0x` allowed).
+fn fingerprint(text: &str) -> Result<Vec<u8>> {
+    let hex: String = text.trim_start_matches("0x").chars().filter(|c| !c.is_whitespace()).collect();
+    if !matches!(hex.len(), 40 | 64) || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!("'{text}' is not a fingerprint (40 or 64 hex digits): gpg deletes in batch mode only by fingerprint");
+    }
+    Ok((0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0)).collect())
+}
