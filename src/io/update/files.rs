@@ -185,7 +185,7 @@ impl Files {
     pub(crate) fn tell(&mut self, f: &mut Open) -> io::Result<()> {
         use std::io::Seek;
         let file = &mut f.file;
-        self.call(f.role, FileOp::Seek, || file.seek(io::SeekFrom::Current(0))).map(|_| ())
+        self.call(f.role, FileOp::Seek, || file.stream_position()).map(|_| ())
     }
 
     /// `close(2)`, which may report a delayed write error (a full disk).
