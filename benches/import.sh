@@ -36,18 +36,14 @@ for round in $(seq 1 "$ROUNDS"); do
   gpgconf --homedir "$h" --kill all 2>/dev/null || true
   w=$(echo "$t1 - $t0" | bc)
   walls[gpg]+="$w "
-  echo "round $round gpg: $(grep -c 'imported$\|imported' "$work/gpg.err" || true) lines, wall ${w}s"
+  echo "round $round gpg: $(grep 'Total number processed' "$work/gpg.err"), wall ${w}s"
   for kib in $SIZES; do
     t0=$(now)
     "$K" --gnupg-version 2.2 --kbx-buffer-size "$kib" --io-summary=json import "$KEYRING" 2>"$work/k.err"
     t1=$(now)
     w=$(echo "$t1 - $t0" | bc)
     walls[$kib]+="$w "
-    calls=$(grep '^{"buffer_size"' "$work/k.err" | python3 -c '
-import json, sys
-v = json.load(sys.stdin)
-e = v["events"]
-print(f"events {e[\"total\"]}, reads {e[\"read\"]}, writes {e.get(\"write\", 0)}, bytes read {v[\"bytes_read\"]}")')
+    calls=$(grep '^{"buffer_size"' "$work/k.err" | jq -r '"events \(.events.total), reads \(.events.read), writes \(.events.write // 0), bytes read \(.bytes_read)"')
     echo "round $round replay ${kib} KiB: $calls, wall ${w}s"
   done
 done
