@@ -391,6 +391,40 @@ fn delete_makes_gpgs_calls() {
     assert!(std::fs::read(home.join("pubring.kbx")).unwrap() == std::fs::read(&made).unwrap(), "the same bytes");
 }
 
+/// gpg 2.4.7 from the Debian 13 chroot named by `KBXSCOPE_GNUPG24_CHROOT`
+/// (`/proc` mounted; with strace in it) imports six keys into an empty home
+/// under strace; `--gnupg-version 2.4` (64 KiB for every stream) makes the
+/// same calls on the same files. Optional in CI: without the chroot it
+/// says SKIPPED and checks nothing.
+fn import_equals_live_gnupg24() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(std::path::PathBuf::from) else {
+        eprintln!("SKIPPED import_equals_live_gnupg24: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return;
+    };
+    assert!(chroot.join("proc/self/stat").exists(), "{}/proc is not mounted", chroot.display());
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 6);
+    let inner = format!("/tmp/kbxscope-import-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let _ = std::fs::remove_dir_all(&outer);
+    std::fs::create_dir_all(outer.join("home")).unwrap();
+    std::fs::copy(&keys, outer.join("keys.gpg")).unwrap();
+    let (home, log) = (format!("{inner}/home"), format!("{inner}/strace.log"));
+    let o = Command::new("chroot")
+        .arg(&chroot)
+        .args(["strace", "-o", &log, "-e", "trace=%file,%desc", "gpg", "--homedir", &home, "--batch", "--import"])
+        .arg(format!("{inner}/keys.gpg"))
+        .output()
+        .unwrap();
+    let _ = Command::new("chroot").arg(&chroot).args(["gpgconf", "--homedir", &home, "--kill", "all"]).output();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs = strace_counts(&std::fs::read_to_string(outer.join("strace.log")).unwrap());
+    let _ = std::fs::remove_dir_all(&outer);
+    let o = run(["--gnupg-version", "2.4", "--io-summary=json", "import", keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(replay_counts(&io_summary(&o)), theirs);
+}
+
 /// Imported onto a copy of a keybox holding them already: every key
 /// unchanged, as gpg says; the keybox named with --onto keeps its bytes,
 /// times and directory, and no private directory is left behind.
@@ -515,6 +549,7 @@ crate::tests![
     maintenance_pass_makes_gpgs_calls needs ["gpg", "strace"],
     record_shows_the_same_operations needs ["gpg"],
     delete_makes_gpgs_calls needs ["gpg", "strace"],
+    import_equals_live_gnupg24 needs ["gpg"],
     onto_reads_the_store_only needs ["gpg"],
     a_file_of_no_keys_is_one_line,
     signals_remove_the_private_copy needs ["gpg"],

@@ -176,8 +176,8 @@ pub enum Command {
     /// when they tuned --kbx-buffer-size), and shows their numbers beside ours.
     #[command(after_help = "More: docs/sweep.md in kbxscope's source.")]
     Sweep(SweepArgs),
-    /// Replay `gpg --import FILE…` (GnuPG 2.2's import into a keybox) on a
-    /// private copy: the keys are checked, merged and written with the
+    /// Replay `gpg --import FILE…` (GnuPG's import into a keybox, as
+    /// --gnupg-version's gpg does it) on a private copy: the keys are checked, merged and written with the
     /// reads, writes, locks and renames gpg makes, counted per file. The
     /// copy starts empty, or as --onto's keybox, and is removed at the end;
     /// no store of yours is written.
