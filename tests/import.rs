@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{io_summary, run, stderr};
+use crate::common::{io_summary, run, stderr, stdout};
 
 /// Keys of the Debian subset exported by gpg into `out` (the first `n`).
 fn export_subset(dir: &Path, n: usize) -> std::path::PathBuf {
@@ -427,7 +427,8 @@ fn import_equals_live_gnupg24() {
 
 /// Imported onto a copy of a keybox holding them already: every key
 /// unchanged, as gpg says; the keybox named with --onto keeps its bytes,
-/// times and directory, and no private directory is left behind.
+/// times and directory, and no private directory is left behind; the same
+/// for a deletion from it.
 fn onto_reads_the_store_only() {
     let dir = tempfile::tempdir().unwrap();
     let keys = export_subset(dir.path(), 4);
@@ -454,6 +455,18 @@ fn onto_reads_the_store_only() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("Total number processed: 4") && err.contains("unchanged: 4"), "{err}");
     assert_eq!(err.matches("\" not changed").count(), 4, "{err}");
+    let after = (std::fs::read(&store).unwrap(), std::fs::metadata(&store).unwrap().modified().unwrap());
+    assert!(before == after, "the store's bytes or time changed");
+    assert_eq!(listing(&store_dir), files_before);
+    assert!(listing(&tmp).is_empty(), "left behind: {:?}", listing(&tmp));
+
+    // The same for a deletion.
+    let listed = run(["list", "--json", store.to_str().unwrap()]);
+    let first: serde_json::Value = serde_json::from_str(stdout(&listed).lines().next().unwrap()).unwrap();
+    let fpr = first["fingerprint"].as_str().unwrap().to_string();
+    let o = crate::common::bin().env("TMPDIR", &tmp).args(["delete", "--onto"]).arg(&store).arg(&fpr).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("key {fpr} deleted")), "{}", stderr(&o));
     let after = (std::fs::read(&store).unwrap(), std::fs::metadata(&store).unwrap().modified().unwrap());
     assert!(before == after, "the store's bytes or time changed");
     assert_eq!(listing(&store_dir), files_before);
