@@ -13,6 +13,7 @@ use kbxscope::io::update::PrivateCopy;
 use kbxscope::io::IoTally;
 use kbxscope::openpgp::incoming::{self, IncomingKey};
 use kbxscope::openpgp::Judge;
+use kbxscope::store::{Store, StoreKind};
 use kbxscope::workload::import::{self, ImportSummary, KeyImported, KeyOutcome};
 
 /// The largest file `import` reads (GnuPG has no such limit, but each of
@@ -72,6 +73,10 @@ where
         None => "cannot make a private directory for the replay".to_string(),
     })?;
     let dir = copy.dir().to_path_buf();
+    if let Some(src) = onto.as_deref().filter(|_| !is_keybox(copy.store())) {
+        interrupt::settle(&dir, || drop(copy));
+        bail!("'{}' is not a keybox (no KBXf header blob)", src.display());
+    }
     let result = replay(copy.store());
     // What the replay made, read once it is over (not a replayed call).
     let made = match (&result, out) {
@@ -102,23 +107,22 @@ fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
     Ok(keys)
 }
 
-/// The keybox `--onto` names: a keybox, or a home's `pubring.kbx`.
+/// The keybox `--onto` names: a keybox, or a home's store, found as every
+/// command finds it ([`Store::open`], read-only, its events in a tally of
+/// its own: they are not the replay's). keyboxd's database is refused.
 fn onto_keybox(p: &Path) -> Result<PathBuf> {
-    let kbx = if p.is_dir() { p.join("pubring.kbx") } else { p.to_path_buf() };
-    if p.is_dir() && !kbx.exists() && p.join("public-keys.d").join("pubring.db").exists() {
-        bail!("'{}' keeps its keys in keyboxd's database; import replays only keyboxes so far", p.display());
+    let store = Store::open(p, &IoTally::with_observer(Default::default(), None))?;
+    if store.kind() == StoreKind::Keyboxd {
+        bail!("'{}' is keyboxd's database; import and delete replay only keyboxes so far", store.path().display());
     }
-    let mut magic = [0u8; 16];
-    let n = std::fs::File::open(&kbx)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut magic))
-        .with_context(|| format!("cannot read '{}'", kbx.display()))?;
-    if magic[..n].starts_with(b"SQLite format 3") {
-        bail!("'{}' is keyboxd's database; import replays only keyboxes so far", kbx.display());
-    }
-    if n < 12 || &magic[8..12] != b"KBXf" {
-        bail!("'{}' is not a keybox (no KBXf header blob)", kbx.display());
-    }
-    Ok(kbx)
+    Ok(store.path().to_path_buf())
+}
+
+/// The private copy of a keybox starts with its header blob (`KBXf`).
+fn is_keybox(copy: &Path) -> bool {
+    let mut head = [0u8; 12];
+    std::fs::File::open(copy).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok()
+        && &head[8..] == b"KBXf"
 }
 
 /// gpg's line for one key.

@@ -65,26 +65,18 @@ impl FileOp {
     ];
 
     /// Number of operations.
-    pub(crate) const COUNT: usize = 15;
+    pub(crate) const COUNT: usize = FileOp::ALL.len() + FileOp::MORE.len();
 
     /// Every operation: [`FileOp::ALL`], then [`FileOp::MORE`].
-    pub const EVERY: [FileOp; FileOp::COUNT] = [
-        FileOp::Open,
-        FileOp::Read,
-        FileOp::Seek,
-        FileOp::Close,
-        FileOp::Stat,
-        FileOp::Write,
-        FileOp::Mmap,
-        FileOp::Dup,
-        FileOp::Access,
-        FileOp::Truncate,
-        FileOp::Sync,
-        FileOp::Lock,
-        FileOp::Rename,
-        FileOp::Unlink,
-        FileOp::Link,
-    ];
+    pub const EVERY: [FileOp; FileOp::COUNT] = {
+        let mut every = [FileOp::Open; FileOp::COUNT];
+        let mut i = 0;
+        while i < FileOp::COUNT {
+            every[i] = if i < FileOp::ALL.len() { FileOp::ALL[i] } else { FileOp::MORE[i - FileOp::ALL.len()] };
+            i += 1;
+        }
+        every
+    };
 
     /// The position in [`FileOp::MORE`], for those operations.
     #[inline]
@@ -120,6 +112,15 @@ impl FileOp {
         }
     }
 }
+
+// `FileOp::index` is the discriminant: it must be the place in `EVERY`.
+const _: () = {
+    let mut i = 0;
+    while i < FileOp::COUNT {
+        assert!(FileOp::EVERY[i] as usize == i);
+        i += 1;
+    }
+};
 
 /// One number per operation of [`FileOp::ALL`] (the others are in
 /// [`MoreOps`]: [`PerOp::get`] is 0 for them and [`PerOp::add`] ignores them).

@@ -15,11 +15,8 @@
 
 use std::path::Path;
 
-use super::import::{start, ImportError};
-use crate::io::update::KeyboxWriter;
-use crate::io::{IoTally, PathOpener};
-use crate::kbx::encode::{encode_header, HeaderSpec};
-use crate::openpgp::lookup::Gnupg;
+use super::import::{replay, ImportError};
+use crate::io::IoTally;
 
 /// What happened to one fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -44,12 +41,8 @@ pub fn from_keybox(
     mut emit: impl FnMut(&KeyDeleted),
 ) -> Result<u64, ImportError> {
     let _cmd = tracing::info_span!(target: "kbx::lookup", "delete", keys = fingerprints.len()).entered();
-    let header = encode_header(&HeaderSpec { openpgp: true, created_at: now, last_maintenance: now });
-    let mut w = KeyboxWriter::new(store, tally);
-    let mut deleted = 0;
-    let result = (|| {
-        start(&mut w, store, tally, now, &header)?;
-        let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
+    replay(store, tally, now, |w, g, _| {
+        let mut deleted = 0;
         for fpr in fingerprints {
             let (handle, present) = g.fast_search(fpr)?;
             let found = present.is_some();
@@ -71,11 +64,6 @@ pub fn from_keybox(
             }
             emit(&KeyDeleted { fingerprint: crate::kbx::dump::hex_upper(fpr), deleted: found });
         }
-        Ok::<_, ImportError>(())
-    })();
-    let finished = w.finish();
-    w.settle();
-    result?;
-    finished?;
-    Ok(deleted)
+        Ok(deleted)
+    })
 }

@@ -31,9 +31,10 @@ use crate::io::{IoTally, PathOpener};
 use crate::kbx::create::openpgp_spec;
 use crate::kbx::encode::{encode_header, encode_key_blob, HeaderSpec};
 use crate::kbx::keyblock::{gnupg_keyblock, tag};
+use crate::kbx::{parse_blob, Blob};
 use crate::lookup::LookupError;
 use crate::openpgp::incoming::{self, merge, Added, IncomingKey};
-use crate::openpgp::lookup::Gnupg;
+use crate::openpgp::lookup::{Gnupg, KeyboxSearches};
 use crate::openpgp::Judge;
 
 /// What gpg prints at the end of an import (`import_print_stats`).
@@ -122,15 +123,11 @@ pub fn into_keybox(
 ) -> Result<ImportSummary, ImportError> {
     let _cmd = tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len()).entered();
     let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
-    let header = encode_header(&HeaderSpec { openpgp: true, created_at: now, last_maintenance: now });
-    let mut w = KeyboxWriter::new(store, tally);
-    let mut summary = ImportSummary::default();
-    let result = (|| {
-        start(&mut w, store, tally, now, &header)?;
-        let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
+    replay(store, tally, now, |w, g, header| {
+        let mut summary = ImportSummary::default();
         for key in keys {
             summary.processed += 1;
-            let (outcome, uid) = one_key(&mut w, &mut g, key, now, &header)?;
+            let (outcome, uid) = one_key(w, g, key, now, header)?;
             match outcome {
                 KeyOutcome::Imported => summary.imported += 1,
                 KeyOutcome::Unchanged => summary.unchanged += 1,
@@ -145,24 +142,42 @@ pub fn into_keybox(
             let user_id = user_id.map(|u| u.into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
         }
-        Ok::<_, ImportError>(())
-    })();
+        Ok(summary)
+    })
+}
+
+/// gpg's lookups on a keybox.
+pub(super) type Lookups = Gnupg<KeyboxSearches<PathOpener>>;
+
+/// One gpg run that writes the keybox at `store` at `now`: its start
+/// ([`start`]), then `run` with the writer, gpg's lookups and the header
+/// blob a new keybox gets; then the lock's own file removed and the
+/// writer's counters handed to `tally`, whatever `run` came to.
+///
+/// # Errors
+/// The first write or search that failed.
+pub(super) fn replay<T>(
+    store: &Path,
+    tally: &IoTally,
+    now: u32,
+    run: impl FnOnce(&mut KeyboxWriter, &mut Lookups, &[u8]) -> Result<T, ImportError>,
+) -> Result<T, ImportError> {
+    let header = encode_header(&HeaderSpec { openpgp: true, created_at: now, last_maintenance: now });
+    let mut w = KeyboxWriter::new(store, tally);
+    let result = start(&mut w, store, tally, now, &header).and_then(|()| {
+        let mut g = Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone()));
+        run(&mut w, &mut g, &header)
+    });
     let finished = w.finish();
     w.settle();
-    result?;
+    let value = result?;
     finished?;
-    Ok(summary)
+    Ok(value)
 }
 
 /// gpg's start on a keybox: created if missing (under the lock), then,
 /// under the lock, the maintenance pass.
-pub(super) fn start(
-    w: &mut KeyboxWriter,
-    store: &Path,
-    tally: &IoTally,
-    now: u32,
-    header: &[u8],
-) -> Result<(), ImportError> {
+fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, now: u32, header: &[u8]) -> Result<(), ImportError> {
     if !store.exists() {
         // The probe's open fails; gpg makes the file under the lock.
         let _ = crate::io::KeyboxFile::open(store, tally);
@@ -187,6 +202,12 @@ pub(super) fn start(
     Ok(())
 }
 
+/// The keyblock a key blob holds, as a key to merge into.
+fn keyblock_of(image: &[u8]) -> Option<IncomingKey> {
+    let Ok(Blob::Key(blob)) = parse_blob(image) else { return None };
+    incoming::keyblocks(blob.data()).ok()?.pop()
+}
+
 /// The blob gpg stores for `key`: its packets in gpg's framing, the
 /// self-signatures marked valid, made at `now`.
 fn blob_of(key: &IncomingKey, now: u32) -> Result<Vec<u8>, ImportError> {
@@ -204,7 +225,7 @@ fn blob_of(key: &IncomingKey, now: u32) -> Result<Vec<u8>, ImportError> {
 
 fn one_key(
     w: &mut KeyboxWriter,
-    g: &mut Gnupg<crate::openpgp::lookup::KeyboxSearches<PathOpener>>,
+    g: &mut Lookups,
     key: &IncomingKey,
     now: u32,
     header: &[u8],
@@ -214,7 +235,6 @@ fn one_key(
     if key.first_user_id().is_none() {
         return Ok((KeyOutcome::NoUserId, None));
     }
-    let blob = blob_of(key, now)?;
     g.fetch_signers(key)?;
     w.check_writable()?;
     w.lock()?;
@@ -228,17 +248,11 @@ fn one_key(
             g.close_files();
             drop(handle);
             g.forget_missing();
-            w.insert(&blob, header)?;
+            w.insert(&blob_of(key, now)?, header)?;
             KeyOutcome::Imported
         }
         Some(p) => {
-            let mut old = incoming::keyblocks(crate::kbx::parse_blob(&p.image).ok().map_or(&[][..], |b| match b {
-                crate::kbx::Blob::Key(k) => k.data(),
-                _ => &[],
-            }))
-            .ok()
-            .and_then(|mut v| v.pop())
-            .ok_or_else(|| ImportError::Key {
+            let mut old = keyblock_of(&p.image).ok_or_else(|| ImportError::Key {
                 key_id: crate::kbx::dump::hex_upper(&key.key_id),
                 why: "the keybox's keyblock does not decode".into(),
             })?;

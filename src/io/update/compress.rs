@@ -13,7 +13,7 @@ use std::io;
 
 use super::copy::Streams;
 use super::files::{Access, Role};
-use super::{KeyboxWriter, UpdateError};
+use super::{failed, KeyboxWriter, UpdateError};
 use crate::kbx::blob::IMAGELEN_LIMIT;
 
 /// What the maintenance pass did.
@@ -40,11 +40,7 @@ impl KeyboxWriter {
     /// temporary file is removed.
     pub fn compress(&mut self, now: u32, openpgp: bool) -> Result<Compressed, UpdateError> {
         let store = self.files.paths.store.clone();
-        let fail = |what: &'static str, path: &std::path::Path| {
-            let path = path.to_path_buf();
-            move |error| UpdateError { what, path, error }
-        };
-        self.files.access(Role::Store, Access::Writable).map_err(fail("write", &store))?;
+        self.files.access(Role::Store, Access::Writable).map_err(failed("write", &store))?;
         let source = match self.files.open(Role::Store, None) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Compressed::default()),
@@ -115,10 +111,10 @@ impl KeyboxWriter {
             return Ok(out);
         }
         if out.dropped == 0 {
-            self.files.unlink(Role::Tmp).map_err(fail("remove", &tmp_path))?;
+            self.files.unlink(Role::Tmp).map_err(failed("remove", &tmp_path))?;
         } else {
-            self.files.rename(Role::Store, Role::Backup).map_err(fail("rename", &store))?;
-            self.files.rename(Role::Tmp, Role::Store).map_err(fail("rename", &tmp_path))?;
+            self.files.rename(Role::Store, Role::Backup).map_err(failed("rename", &store))?;
+            self.files.rename(Role::Tmp, Role::Store).map_err(failed("rename", &tmp_path))?;
             out.replaced = true;
         }
         Ok(out)

@@ -31,6 +31,11 @@ pub enum Role {
 
 impl Role {
     const ALL: [Role; 5] = [Role::Store, Role::Tmp, Role::Backup, Role::Lock, Role::LockOwn];
+
+    /// Its counters' place in [`Files`].
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// How access is checked (`access(2)`'s mode).
@@ -51,6 +56,8 @@ pub(crate) struct Paths {
     pub(crate) lock: PathBuf,
     pub(crate) own: PathBuf,
     pub(crate) own_probe: PathBuf,
+    /// The host named in the lock's own file (and written into it).
+    pub(crate) host: String,
 }
 
 impl Paths {
@@ -66,7 +73,8 @@ impl Paths {
         let own_name = format!(".#lk0x{:016x}.{host}.{}", 0x5000_0000_u64, std::process::id());
         let own = dir.join(&own_name);
         let own_probe = dir.join(format!("{own_name}x"));
-        Self { store: store.to_path_buf(), tmp: with(".tmp"), backup: with("~"), lock: with(".lock"), own, own_probe }
+        let (tmp, backup, lock) = (with(".tmp"), with("~"), with(".lock"));
+        Self { store: store.to_path_buf(), tmp, backup, lock, own, own_probe, host: host.to_string() }
     }
 
     pub(crate) fn of_role(&self, role: Role) -> &Path {
@@ -86,7 +94,6 @@ pub(crate) struct Files {
     pub(crate) paths: Paths,
     stats: [IoStats; 5],
     trace: bool,
-    buffer_size: u64,
 }
 
 /// An open file of an update: its descriptor and role.
@@ -98,76 +105,63 @@ pub(crate) struct Open {
 
 impl Files {
     pub(crate) fn new(paths: Paths, tally: &IoTally) -> Self {
-        let buffer_size = tally.buffer_size().bytes() as u64;
-        Self { paths, stats: Default::default(), trace: tracing_events(), buffer_size }
-    }
-
-    fn stats(&mut self, role: Role) -> &mut IoStats {
-        let s = &mut self.stats[Role::ALL.iter().position(|r| *r == role).unwrap_or(0)];
-        s.buffer_size = self.buffer_size;
-        s
+        let stats = std::array::from_fn(|_| IoStats::new(tally.buffer_size().bytes() as u64));
+        Self { paths, stats, trace: tracing_events() }
     }
 
     fn call<T>(&mut self, role: Role, op: FileOp, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-        let trace = self.trace;
-        timed(self.stats(role), trace, op, None, f, |_| None)
+        timed(&mut self.stats[role.index()], self.trace, op, None, f, |_| None)
     }
 
     /// `access(2)` on a role's path.
     pub(crate) fn access(&mut self, role: Role, how: Access) -> io::Result<()> {
-        let path = self.paths.of_role(role).to_path_buf();
-        self.call(role, FileOp::Access, || {
-            let mode = match how {
-                Access::Exists => rustix::fs::Access::EXISTS,
-                Access::Writable => rustix::fs::Access::WRITE_OK,
-            };
-            rustix::fs::access(&path, mode).map_err(io::Error::from)
-        })
+        let path = self.paths.of_role(role);
+        let mode = match how {
+            Access::Exists => rustix::fs::Access::EXISTS,
+            Access::Writable => rustix::fs::Access::WRITE_OK,
+        };
+        let call = || rustix::fs::access(path, mode).map_err(io::Error::from);
+        timed(&mut self.stats[role.index()], self.trace, FileOp::Access, None, call, |_| None)
     }
 
     /// `stat(2)` on a role's path.
     pub(crate) fn stat(&mut self, role: Role) -> io::Result<std::fs::Metadata> {
-        let path = self.paths.of_role(role).to_path_buf();
-        self.call(role, FileOp::Stat, || std::fs::metadata(&path))
+        let path = self.paths.of_role(role);
+        timed(&mut self.stats[role.index()], self.trace, FileOp::Stat, None, || std::fs::metadata(path), |_| None)
     }
 
     /// Open a role's file: read-only, or for writing with `flags`
     /// (`O_CREAT|O_TRUNC`, `O_CREAT|O_EXCL`) and `mode`; `flags` without
     /// `O_CREAT` opens for reading and writing (`r+`).
     pub(crate) fn open(&mut self, role: Role, write: Option<(i32, u32)>) -> io::Result<Open> {
-        let path = self.paths.of_role(role).to_path_buf();
-        self.open_path(role, &path, write)
-    }
-
-    fn open_path(&mut self, role: Role, path: &Path, write: Option<(i32, u32)>) -> io::Result<Open> {
+        let path = self.paths.of_role(role);
         let mut o = OpenOptions::new();
         match write {
             None => o.read(true),
             Some((flags, _)) if flags & libc::O_CREAT == 0 => o.read(true).write(true).custom_flags(flags),
             Some((flags, mode)) => o.write(true).custom_flags(flags).mode(mode),
         };
-        let file = self.call(role, FileOp::Open, || o.open(path))?;
+        let file = timed(&mut self.stats[role.index()], self.trace, FileOp::Open, None, || o.open(path), |_| None)?;
         Ok(Open { file, role })
     }
 
     /// One `read(2)` of at most `into.len()` bytes.
     pub(crate) fn read(&mut self, f: &mut Open, into: &mut [u8]) -> io::Result<usize> {
-        let trace = self.trace;
         let file = &mut f.file;
-        timed(self.stats(f.role), trace, FileOp::Read, None, || file.read(into), |n| Some(*n))
+        timed(&mut self.stats[f.role.index()], self.trace, FileOp::Read, None, || file.read(into), |n| Some(*n))
     }
 
     /// One `write(2)` of all of `bytes` (counted again if the system
     /// writes less).
     pub(crate) fn write(&mut self, f: &mut Open, mut bytes: &[u8]) -> io::Result<()> {
+        let stats = &mut self.stats[f.role.index()];
         while !bytes.is_empty() {
-            let trace = self.trace;
             let file = &mut f.file;
-            let n = timed(self.stats(f.role), trace, FileOp::Write, None, || file.write(bytes), |_| None)?;
+            let n = timed(stats, self.trace, FileOp::Write, None, || file.write(bytes), |_| None)?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
-            self.stats(f.role).record_written(n);
+            stats.record_written(n);
             bytes = &bytes[n..];
         }
         Ok(())
@@ -207,31 +201,39 @@ impl Files {
 
     /// `rename(2)` of `from`'s path to `to`'s (counted on `from`).
     pub(crate) fn rename(&mut self, from: Role, to: Role) -> io::Result<()> {
-        let (a, b) = (self.paths.of_role(from).to_path_buf(), self.paths.of_role(to).to_path_buf());
-        self.call(from, FileOp::Rename, || std::fs::rename(&a, &b))
+        let (a, b) = (self.paths.of_role(from), self.paths.of_role(to));
+        timed(&mut self.stats[from.index()], self.trace, FileOp::Rename, None, || std::fs::rename(a, b), |_| None)
     }
 
     /// `unlink(2)` of a role's path.
     pub(crate) fn unlink(&mut self, role: Role) -> io::Result<()> {
-        let path = self.paths.of_role(role).to_path_buf();
-        self.call(role, FileOp::Unlink, || std::fs::remove_file(&path))
+        let path = self.paths.of_role(role);
+        timed(&mut self.stats[role.index()], self.trace, FileOp::Unlink, None, || std::fs::remove_file(path), |_| None)
     }
 
     /// `unlink(2)` of the lock's probe name (counted on the lock's own file).
     pub(crate) fn unlink_probe(&mut self) -> io::Result<()> {
-        let path = self.paths.own_probe.clone();
-        self.call(Role::LockOwn, FileOp::Unlink, || std::fs::remove_file(&path))
+        let path = &self.paths.own_probe;
+        let stats = &mut self.stats[Role::LockOwn.index()];
+        timed(stats, self.trace, FileOp::Unlink, None, || std::fs::remove_file(path), |_| None)
     }
 
     /// `link(2)` of the lock's own file to `to` (the lock, counted on
     /// it) or to its probe name (`None`, counted on the own file).
     pub(crate) fn link_own(&mut self, to: Option<Role>) -> io::Result<()> {
-        let from = self.paths.own.clone();
+        let from = &self.paths.own;
         let (role, target) = match to {
-            Some(r) => (r, self.paths.of_role(r).to_path_buf()),
-            None => (Role::LockOwn, self.paths.own_probe.clone()),
+            Some(r) => (r, self.paths.of_role(r)),
+            None => (Role::LockOwn, self.paths.own_probe.as_path()),
         };
-        self.call(role, FileOp::Link, || std::fs::hard_link(&from, &target))
+        timed(
+            &mut self.stats[role.index()],
+            self.trace,
+            FileOp::Link,
+            None,
+            || std::fs::hard_link(from, target),
+            |_| None,
+        )
     }
 
     /// The counters per file, named by their paths; files nothing was

@@ -76,8 +76,9 @@ impl KeyboxWriter {
         Self { files, tally: tally.clone(), own_made: false, locked: false }
     }
 
-    fn err(&self, what: &'static str, role: Role) -> impl FnOnce(io::Error) -> UpdateError + '_ {
-        move |error| UpdateError { what, path: self.files.paths.of_role(role).to_path_buf(), error }
+    /// The error of `what` on `role`'s file, for `map_err`.
+    fn err(&self, what: &'static str, role: Role) -> impl FnOnce(io::Error) -> UpdateError {
+        failed(what, self.files.paths.of_role(role))
     }
 
     /// `access(W_OK)` on the keybox, as GnuPG checks before it writes.
@@ -85,11 +86,7 @@ impl KeyboxWriter {
     /// # Errors
     /// The keybox is not writable.
     pub fn check_writable(&mut self) -> Result<(), UpdateError> {
-        self.files.access(Role::Store, Access::Writable).map_err(|e| UpdateError {
-            what: "write",
-            path: self.files.paths.store.clone(),
-            error: e,
-        })
+        self.files.access(Role::Store, Access::Writable).map_err(self.err("write", Role::Store))
     }
 
     /// `access(F_OK)` on a file of the keybox: whether it exists.
@@ -104,14 +101,10 @@ impl KeyboxWriter {
     /// user, so that is an error, not a wait).
     pub fn lock(&mut self) -> Result<(), UpdateError> {
         if !self.own_made {
-            self.make_own().map_err(|e| UpdateError {
-                what: "make the lock file",
-                path: self.files.paths.own.clone(),
-                error: e,
-            })?;
+            self.make_own().map_err(self.err("make the lock file", Role::LockOwn))?;
         }
         let r = self.files.link_own(Some(Role::Lock)).and_then(|()| self.files.stat(Role::LockOwn).map(|_| ()));
-        r.map_err(|e| UpdateError { what: "take the lock", path: self.files.paths.lock.clone(), error: e })?;
+        r.map_err(self.err("take the lock", Role::Lock))?;
         self.locked = true;
         Ok(())
     }
@@ -119,7 +112,7 @@ impl KeyboxWriter {
     fn make_own(&mut self) -> io::Result<()> {
         let mut f = self.files.open(Role::LockOwn, Some((libc::O_CREAT | libc::O_EXCL, 0o644)))?;
         self.own_made = true;
-        let host = lock_host(&self.files.paths);
+        let host = self.files.paths.host.clone();
         let wrote = self
             .files
             .write(&mut f, format!("{:>10}\n", std::process::id()).as_bytes())
@@ -142,7 +135,7 @@ impl KeyboxWriter {
             return Ok(());
         }
         self.locked = false;
-        let want = format!("{:>10}\n{}\n", std::process::id(), lock_host(&self.files.paths)).len();
+        let want = format!("{:>10}\n{}\n", std::process::id(), self.files.paths.host).len();
         let r = (|| {
             let mut f = self.files.open(Role::Lock, None)?;
             let mut buf = vec![0u8; want];
@@ -151,7 +144,7 @@ impl KeyboxWriter {
             read?;
             self.files.unlink(Role::Lock)
         })();
-        r.map_err(|e| UpdateError { what: "release the lock", path: self.files.paths.lock.clone(), error: e })
+        r.map_err(self.err("release the lock", Role::Lock))
     }
 
     /// Remove the lock's own file (GnuPG does at exit).
@@ -180,7 +173,7 @@ impl KeyboxWriter {
             let closed = self.files.close(f);
             wrote.and(closed)
         })();
-        r.map_err(|e| UpdateError { what: "write", path: self.files.paths.store.clone(), error: e })
+        r.map_err(self.err("write", Role::Store))
     }
 
     /// Append `blob` through a full copy (GnuPG's insert). `header` is
@@ -215,14 +208,14 @@ impl KeyboxWriter {
                 bytes.extend_from_slice(blob);
                 return self.create(&bytes);
             }
-            Err(e) => return Err(UpdateError { what: "read", path: self.files.paths.store.clone(), error: e }),
+            Err(e) => return Err(self.err("read", Role::Store)(e)),
         };
         let buffer = self.tally.buffer_size().bytes().max(1);
         let tmp = match self.files.open(Role::Tmp, Some((libc::O_CREAT | libc::O_TRUNC, 0o664))) {
             Ok(t) => t,
             Err(e) => {
                 let _ = self.files.close(source);
-                return Err(UpdateError { what: "create", path: self.files.paths.tmp.clone(), error: e });
+                return Err(self.err("create", Role::Tmp)(e));
             }
         };
         let mut s = Streams::new(&mut self.files, source, Some(tmp), buffer);
@@ -237,7 +230,7 @@ impl KeyboxWriter {
         let closed = s.close();
         if let Err((role, e)) = copied.and(closed) {
             let _ = self.files.unlink(Role::Tmp);
-            return Err(UpdateError { what: "copy", path: self.files.paths.of_role(role).to_path_buf(), error: e });
+            return Err(self.err("copy", role)(e));
         }
         self.files.rename(Role::Store, Role::Backup).map_err(self.err("rename", Role::Store))?;
         self.files.rename(Role::Tmp, Role::Store).map_err(self.err("rename", Role::Tmp))
@@ -269,10 +262,8 @@ impl KeyboxWriter {
     }
 }
 
-fn lock_host(paths: &Paths) -> String {
-    let name = paths.own.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // `.#lk0x<hex>.<host>.<pid>`: the host is between the first and the last dot after the prefix.
-    let rest = name.trim_start_matches(".#lk0x");
-    let rest = rest.split_once('.').map_or("", |(_, r)| r);
-    rest.rsplit_once('.').map_or(rest, |(h, _)| h).to_string()
+/// The error of `what` on the file at `path`, for `map_err`.
+fn failed(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> UpdateError {
+    let path = path.to_path_buf();
+    move |error| UpdateError { what, path, error }
 }

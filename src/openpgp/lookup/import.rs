@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{by_fpr, search_on, Gnupg, KeyboxSearches, Scratch, Signer};
+use super::{by_fpr, search_on, Gnupg, KeyboxSearches, Signer};
 use crate::io::Opener;
 use crate::lookup::{Handle, LookupError, Sought, Strategy};
 use crate::openpgp::incoming::IncomingKey;
@@ -79,8 +79,8 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
     pub(crate) fn secret_key_probe(&mut self, kid: [u8; 8]) -> Result<(), LookupError> {
         let _span = tracing::info_span!(target: "kbx::lookup", "secret_key_probe").entered();
         let mut h = Handle::new(self.searches.opener.clone(), Sought::Signer);
-        let mut scratch = Scratch::default();
-        while search_on(&mut h, Strategy::Gnupg, &mut scratch, super::by_kid(kid))?.is_some() {}
+        let scratch = &mut self.searches.scratch;
+        while search_on(&mut h, Strategy::Gnupg, scratch, super::by_kid(kid))?.is_some() {}
         Ok(())
     }
 
@@ -92,8 +92,7 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
             return Ok(Some(s.primary_uid.clone()));
         }
         let mut h = Handle::new(self.searches.opener.clone(), Sought::Signer);
-        let mut scratch = Scratch::default();
-        let found = search_on(&mut h, Strategy::Gnupg, &mut scratch, by_fpr(fpr))?;
+        let found = search_on(&mut h, Strategy::Gnupg, &mut self.searches.scratch, by_fpr(fpr))?;
         if let Some(s) = &found {
             self.uid_cache.insert(s);
         }
