@@ -55,7 +55,7 @@ fn gpg_import_traced(home: &Path, keys: &Path, extra: &[&str]) -> (BTreeMap<(Str
 
 /// strace's counts of the calls gpg made on the keybox's files: per file
 /// name (`pubring.kbx`, `.tmp`, `.lock`), per operation.
-fn strace_counts(log: &str) -> BTreeMap<(String, String), u64> {
+pub(crate) fn strace_counts(log: &str) -> BTreeMap<(String, String), u64> {
     let mut fds: BTreeMap<i64, String> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for line in log.lines() {
@@ -98,7 +98,7 @@ fn replay_counts(summary: &serde_json::Value) -> BTreeMap<(String, String), u64>
 }
 
 /// The same, for a keybox named `store` (its files named as gpg's).
-fn replay_counts_named(summary: &serde_json::Value, store: &str) -> BTreeMap<(String, String), u64> {
+pub(crate) fn replay_counts_named(summary: &serde_json::Value, store: &str) -> BTreeMap<(String, String), u64> {
     let mut out = BTreeMap::new();
     for f in summary["files"].as_array().expect("files in the summary") {
         let path = f["path"].as_str().unwrap();

@@ -23,6 +23,7 @@ mod openpgp_wild;
 mod real_keyrings;
 mod record;
 mod rules;
+mod startup;
 mod strace;
 mod sweep;
 mod telemetry;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         real_keyrings::TESTS,
         record::TESTS,
         rules::TESTS,
+        startup::TESTS,
         strace::TESTS,
         sweep::TESTS,
         telemetry::TESTS,

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 
 use super::args::ImportArgs;
-use super::interrupt;
 use super::output;
 use kbxscope::io::update::PrivateCopy;
 use kbxscope::io::IoTally;
@@ -61,20 +60,17 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let onto = onto.map(onto_keybox).transpose()?;
-    let copy = interrupt::create(
-        || match &onto {
-            Some(src) => PrivateCopy::of(src, None),
-            None => PrivateCopy::empty(None, "pubring.kbx"),
-        },
-        |c: &PrivateCopy| c.dir(),
-    )
+    // Removed when dropped, and by the signal watcher.
+    let copy = match &onto {
+        Some(src) => PrivateCopy::of(src, None),
+        None => PrivateCopy::empty(None, "pubring.kbx"),
+    }
     .with_context(|| match &onto {
         Some(src) => format!("cannot make a private copy of '{}'", src.display()),
         None => "cannot make a private directory for the replay".to_string(),
     })?;
-    let dir = copy.dir().to_path_buf();
     if let Some(src) = onto.as_deref().filter(|_| !is_keybox(copy.store())) {
-        interrupt::settle(&dir, || drop(copy));
+        drop(copy);
         bail!("'{}' is not a keybox (no KBXf header blob)", src.display());
     }
     let result = replay(copy.store());
@@ -83,7 +79,7 @@ where
         (Ok(_), Some(_)) => Some(std::fs::read(copy.store()).context("cannot read the replay's keybox")),
         _ => None,
     };
-    interrupt::settle(&dir, || drop(copy));
+    drop(copy);
     let value = result?;
     if let (Some(made), Some((path, force))) = (made, out) {
         output::write_file(path, &made?, force)?;

@@ -33,7 +33,9 @@ fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn watch() {
+/// Start the watcher (once): before the first temporary file or private
+/// directory is made.
+pub fn watch() {
     WATCHER.call_once(|| {
         // Without a watcher the default actions stay: the process ends
         // and the temporary files stay behind, as before.
@@ -86,11 +88,10 @@ fn interrupted(signal: i32) -> ! {
     // Held until exit: no file is moved into place meanwhile.
     let registry = registry();
     for path in &registry.temps {
-        // A file, or a replay's private directory with all in it.
-        if std::fs::remove_file(path).is_err() {
-            let _ = std::fs::remove_dir_all(path);
-        }
+        let _ = std::fs::remove_file(path);
     }
+    // The replays' private directories, with all in them.
+    kbxscope::io::update::PrivateCopy::remove_all();
     eprintln!("kbxscope: interrupted ({name})");
     std::process::exit(128 + signal);
 }

@@ -56,6 +56,8 @@ pub fn run(o: Options) -> Result<ExitCode> {
     let metrics = t.listen.is_some() || t.out.is_some() || t.push.is_some();
     let shows_time = o.summary.is_some() || metrics || o.trace.is_some();
     kbxscope::io::time_events(shows_time || sweep || record);
+    // A replay's private directory is removed on Ctrl-C and SIGTERM too.
+    kbxscope::io::update::PrivateCopy::before_first(interrupt::watch);
     let telemetry = exporter::Telemetry::install(o.telemetry.clone())?;
     let trace = match &o.trace {
         Some(t) => Some(trace::install(&t.path, name, t.level, t.max_events)?),

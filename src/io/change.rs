@@ -85,6 +85,12 @@ pub(super) struct Watch {
 }
 
 impl Watch {
+    /// Start over: the handles from now on read another file (a replay's
+    /// private copy of the keybox), compared with the first of them.
+    pub(super) fn rebase(&mut self) {
+        *self = Self::default();
+    }
+
     pub(super) fn observe(&mut self, id: FileIdentity) {
         let Some(first) = self.first else {
             self.first = Some(id);

@@ -39,6 +39,9 @@ impl std::fmt::Debug for IoTally {
 #[derive(Debug)]
 struct Shared {
     total: IoStats,
+    /// The read handles' counters since the last keybox update settled
+    /// ([`IoTally::settle_update`]): the keybox's share of its row.
+    handles: IoStats,
     /// Per file, for producers that touch several (SQLite: the database,
     /// its journal, the directories on its path), in the order first seen.
     files: Vec<FileStats>,
@@ -55,7 +58,8 @@ impl IoTally {
     /// A zeroed tally whose handles report to `observer` (or to nobody).
     pub fn with_observer(buffer_size: BufferSize, observer: Option<Arc<dyn IoObserver>>) -> Self {
         let total = IoStats::new(buffer_size.bytes() as u64);
-        let shared = Shared { total, files: Vec::new() };
+        let handles = IoStats::new(buffer_size.bytes() as u64);
+        let shared = Shared { total, handles, files: Vec::new() };
         Self { buffer_size, shared: Rc::new(RefCell::new(shared)), observer, watch: Rc::default() }
     }
 
@@ -127,12 +131,21 @@ impl IoTally {
     /// files follow. All of them count in the total. The keybox's
     /// replacements the update made itself are not changes from outside:
     /// they are forgotten.
-    pub(super) fn settle_update(&self, rows: Vec<FileStats>, store: &str) {
-        self.watch.borrow_mut().changes.clear();
+    /// `renamed`: the update renamed files into the keybox's place (its
+    /// own changes, forgotten); a replay that only reads the user's
+    /// keybox keeps what the watch saw of it.
+    pub(super) fn settle_update(&self, rows: Vec<FileStats>, store: &str, renamed: bool) {
+        if renamed {
+            self.watch.borrow_mut().changes.clear();
+        }
         let mut shared = self.shared.borrow_mut();
-        let mut store_row = FileStats { path: store.to_string(), stats: shared.total.clone() };
+        let handles = std::mem::replace(&mut shared.handles, IoStats::new(self.buffer_size.bytes() as u64));
+        let mut store_row = FileStats { path: store.to_string(), stats: handles };
         let mut others = Vec::new();
         for r in rows {
+            if let Some(o) = &self.observer {
+                Reporter::new(o.clone(), r.stats.buffer_size).report(&r.stats);
+            }
             shared.total.merge(&r.stats);
             if r.path == store {
                 store_row.stats.merge(&r.stats);
@@ -140,7 +153,14 @@ impl IoTally {
                 others.push(r);
             }
         }
-        shared.files = std::iter::once(store_row).chain(others).collect();
+        drop(shared);
+        self.settle_files(std::iter::once(store_row).chain(others).collect());
+    }
+
+    /// The handles from now on read another file than those before them
+    /// (a replay's private copy): the change watch starts over.
+    pub(super) fn rebase_watch(&self) {
+        self.watch.borrow_mut().rebase();
     }
 
     /// A handle closed: add its counters, report the rest of them.
@@ -148,6 +168,8 @@ impl IoTally {
         if let Some(mut r) = reporter {
             r.report(stats);
         }
-        self.shared.borrow_mut().total.merge(stats);
+        let mut shared = self.shared.borrow_mut();
+        shared.total.merge(stats);
+        shared.handles.merge(stats);
     }
 }

@@ -5,13 +5,10 @@
 //! # kbx/keybox-search.c, kbx/keybox-update.c; checked under strace)
 //!
 //! * **Startup** (`keydb_add_resource`): one open of the keybox to
-//!   recognise its type (one read, close), then a *compress check*:
-//!   open, read the header blob; when its last-maintenance time is three
-//!   hours old or more (or there is no header), rewind and read every blob
-//!   to the end of the file (`keybox_compress`, which renames a new file
-//!   into place only if something changed — on a clean keybox nothing
-//!   does, the header is never updated, so every gpg run repeats the full
-//!   pass), close. It runs only if the keybox is writable.
+//!   recognise its type (one read, close), then, under the lock, GnuPG's
+//!   maintenance pass (see [`crate::workload`]'s `startup`: on a clean
+//!   keybox whose stamp is three hours old, a full copy into
+//!   `pubring.kbx.tmp`, removed again, so every gpg run repeats it).
 //! * **The listing** (`list_all`): a handle of its own, opened by its
 //!   first search, reading every blob from the start to the end with
 //!   `FIRST`/`NEXT` (no seek), closed at the end.
@@ -293,53 +290,16 @@ impl<O: Opener + Clone> Gnupg<KeyboxSearches<O>> {
         Self::with(KeyboxSearches { opener, scratch: Scratch::default(), cached: None })
     }
 
-    /// gpg's startup: the resource-type probe and the compress check (see
-    /// the module docs). `now` is the current time in Unix seconds;
-    /// `writable` whether gpg could write the keybox.
-    ///
-    /// # Errors
-    /// I/O errors.
-    pub(crate) fn startup(&mut self, now: i64, writable: bool) -> Result<(), LookupError> {
-        self.probe()?;
-        if !writable {
-            return Ok(());
-        }
-        self.compress_check(now)
-    }
-
     /// gpg's resource probe: an open, one read of the magic, a close.
     ///
     /// # Errors
     /// The keybox cannot be opened.
     pub(crate) fn probe(&mut self) -> Result<(), LookupError> {
         let mut probe = self.searches.opener.open()?;
-        // gpg reads the magic through stdio: one read, whatever it holds.
-        let _ = probe.read(&mut [0u8; 1]);
-        Ok(())
-    }
-
-    /// gpg's compress check alone (see the module docs).
-    ///
-    /// # Errors
-    /// The keybox cannot be opened.
-    fn compress_check(&mut self, now: i64) -> Result<(), LookupError> {
-        let KeyboxSearches { opener, scratch, .. } = &mut self.searches;
-        // A keybox gpg cannot read through makes its compress run give up
-        // quietly (the listing then reports the problem): read errors end
-        // the check, only a failed open is an error.
-        let mut f = opener.open()?;
-        if !matches!(read_blob(&mut f, &mut scratch.image, Take::all), Ok(Next::Blob { .. })) {
-            return Ok(());
-        }
-        if let Ok(Blob::Header(h)) = parse_blob(&scratch.image) {
-            if i64::from(h.last_maintenance) + 3 * 3600 > now {
-                return Ok(());
-            }
-        }
-        if f.rewind_unbuffered().is_err() {
-            return Ok(());
-        }
-        while matches!(read_blob(&mut f, &mut scratch.image, Take::all), Ok(n) if n != Next::Eof) {}
+        // gpg reads the magic through stdio: one read, whatever it holds
+        // (unbuffered: the first blob's prefix, as kbxscope's own first
+        // look at a store reads it).
+        let _ = probe.read(&mut [0u8; crate::kbx::blob::BLOB_PREFIX_LEN]);
         Ok(())
     }
 }

@@ -71,6 +71,13 @@ pub enum StoreError {
     /// The database cannot be read, or is not keyboxd's.
     #[error(transparent)]
     Keyboxd(Box<KeyboxdError>),
+    /// No private directory could be made for what GnuPG writes beside
+    /// the keybox it reads (its lock, its maintenance pass).
+    #[error("cannot make a private directory for GnuPG's lock and maintenance pass: {error}")]
+    Private {
+        /// What the system said.
+        error: std::io::Error,
+    },
     /// A keybox was wanted, and this is keyboxd's database.
     #[error("'{}' is keyboxd's database already", path.display())]
     NotAKeybox {

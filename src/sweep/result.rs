@@ -140,8 +140,10 @@ pub struct SizeResult {
     /// into place, appended to, …); empty when it did not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub keybox_changed: Vec<crate::io::KeyboxChange>,
-    /// File events of the operations a keybox never sees (a database's
-    /// `fcntl` locks), in one run; in `events_total` too.
+    /// File events of the operations a keybox's reads never make (a
+    /// database's `fcntl` locks; the access checks, writes, links, unlinks
+    /// and renames of GnuPG's start beside a keybox), in one run; in
+    /// `events_total` too.
     #[serde(skip_serializing_if = "is_zero")]
     pub other_events: u64,
 }

@@ -191,9 +191,9 @@ fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, now: u32, header: 
         w.check_writable()?;
     } else {
         Gnupg::new(PathOpener::new(store.to_path_buf(), tally.clone())).probe()?;
-        for _ in 0..3 {
-            w.check_writable()?;
-        }
+        w.exists(Role::Store);
+        w.readable();
+        w.check_writable()?;
     }
     w.lock()?;
     w.compress(now, true)?;

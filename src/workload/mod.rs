@@ -18,6 +18,7 @@ pub mod list;
 mod places;
 mod scan;
 pub mod sigs;
+mod startup;
 pub mod stats;
 pub mod validate;
 

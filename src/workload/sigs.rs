@@ -15,13 +15,14 @@ use serde::Serialize;
 use super::cores;
 use super::places::Ran;
 use super::scan::{Item, ScanError, Scanner};
+use super::startup::{self, Program};
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::dump::hex_upper;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::keyboxd::server::{Client, Server};
 use crate::keyboxd::{Filter, KeyboxImage, KeyboxdError, ListingOpener, RowMap};
-use crate::lookup::{LookupError, Strategy};
+use crate::lookup::Strategy;
 use crate::openpgp::lookup as signers;
 use crate::openpgp::{
     self, check_keyblock, Judge, KeyLife, Mode, OpenPgpKey, SigCounts, SigGroup, Signer, SignerLookup,
@@ -73,6 +74,12 @@ pub fn run(
     emit: impl FnMut(KeySigs),
 ) -> Result<Ran<SigsOutcome>, StoreError> {
     match store {
+        Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
+            let started = startup::reading(opener, judge.now, Program::Gpg)?;
+            let outcome = on_keybox(&started.opener(opener), mode, lookup, judge, emit);
+            started.finish();
+            Ok(Ran::keybox(outcome?))
+        }
         Store::Keybox { opener, .. } => Ok(Ran::keybox(on_keybox(opener, mode, lookup, judge, emit)?)),
         Store::Keyboxd { db, .. } => {
             let (outcome, map) = on_database(db, mode, lookup, judge, emit)?;
@@ -134,13 +141,6 @@ pub fn on_keybox<O: Opener + Clone>(
     match lookup {
         Strategy::Gnupg => {
             let mut g = signers::Gnupg::new(opener.clone());
-            if let Err(e) = g.startup(judge.now, true) {
-                if let LookupError::Open(o) = e {
-                    return Err(o);
-                }
-                out.fatal = Some(ScanError::content(0, 0, e));
-                return Ok(out);
-            }
             listing_pass(opener, &mut out, |k, signer, out| walk(k, signer, mode, judge, &mut g, out, &mut emit))?;
         }
         Strategy::Scan => {

@@ -14,6 +14,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use super::list::{KeyDetails, ListOutcome, Listed};
 use super::places::Ran;
 use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
+use super::startup::{self, Program};
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
@@ -38,6 +39,12 @@ pub fn run(
     emit: impl FnMut(Listed),
 ) -> Result<Ran<ListOutcome>, StoreError> {
     match store {
+        Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
+            let started = startup::reading(opener, at, Program::Gpgsm)?;
+            let outcome = on_keybox(&started.opener(opener), lookup, trust, at, emit);
+            started.finish();
+            Ok(Ran::keybox(outcome?))
+        }
         Store::Keybox { opener, .. } => Ok(Ran::keybox(on_keybox(opener, lookup, trust, at, emit)?)),
         Store::Keyboxd { db, .. } => {
             let (outcome, map) = on_database(db, lookup, trust, at, emit)?;

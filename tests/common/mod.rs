@@ -182,6 +182,17 @@ pub fn io_summary(o: &Output) -> serde_json::Value {
     serde_json::from_str(line).expect("io summary is JSON")
 }
 
+/// The events of the file at `path` in an io summary: its row of `files`
+/// when there are several files (a GnuPG start writes beside the keybox),
+/// else the summary's events.
+pub fn file_events(summary: &serde_json::Value, path: &std::path::Path) -> serde_json::Value {
+    let name = path.display().to_string();
+    summary["files"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["path"] == name.as_str()))
+        .map_or_else(|| summary["events"].clone(), |r| r["events"].clone())
+}
+
 /// Run `kbxscope` and fail the test if it takes longer than `secs` (a hang).
 pub fn run_bounded(args: &[&str], secs: u64) -> Output {
     use std::time::{Duration, Instant};

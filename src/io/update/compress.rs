@@ -116,6 +116,11 @@ impl KeyboxWriter {
             self.files.rename(Role::Store, Role::Backup).map_err(failed("rename", &store))?;
             self.files.rename(Role::Tmp, Role::Store).map_err(failed("rename", &tmp_path))?;
             out.replaced = true;
+            if !self.files.paths.reads_in_place() {
+                // The replay reads its private keybox from now on.
+                self.moved = true;
+                self.tally.rebase_watch();
+            }
         }
         Ok(out)
     }

@@ -43,6 +43,8 @@ impl Role {
 pub(crate) enum Access {
     /// `F_OK`: the file exists.
     Exists,
+    /// `R_OK`: the file may be read.
+    Readable,
     /// `W_OK`: the file may be written.
     Writable,
 }
@@ -50,7 +52,12 @@ pub(crate) enum Access {
 /// The paths of one keybox's update files.
 #[derive(Debug, Clone)]
 pub(crate) struct Paths {
+    /// Where the keybox is written and renamed (inside the private copy).
     pub(crate) store: PathBuf,
+    /// Where the keybox is read, checked and named: the store itself,
+    /// or, for a replay that only reads ([`Paths::beside`]), the user's
+    /// keybox, never written.
+    pub(crate) source: PathBuf,
     pub(crate) tmp: PathBuf,
     pub(crate) backup: PathBuf,
     pub(crate) lock: PathBuf,
@@ -74,16 +81,47 @@ impl Paths {
         let own = dir.join(&own_name);
         let own_probe = dir.join(format!("{own_name}x"));
         let (tmp, backup, lock) = (with(".tmp"), with("~"), with(".lock"));
-        Self { store: store.to_path_buf(), tmp, backup, lock, own, own_probe, host: host.to_string() }
+        Self {
+            store: store.to_path_buf(),
+            source: store.to_path_buf(),
+            tmp,
+            backup,
+            lock,
+            own,
+            own_probe,
+            host: host.to_string(),
+        }
     }
 
+    /// GnuPG's names for the keybox `source`, which is only read, with
+    /// every file written (the lock's, the temporary copy, and the keybox
+    /// when it is replaced) in the private directory `dir` instead.
+    pub(crate) fn beside(source: &Path, dir: &Path, host: &str) -> Self {
+        let name = source.file_name().map_or_else(|| "pubring.kbx".into(), |n| n.to_os_string());
+        Self { source: source.to_path_buf(), ..Self::of(&dir.join(name), host) }
+    }
+
+    /// Whether the keybox is read from where it is written.
+    pub(crate) fn reads_in_place(&self) -> bool {
+        self.source == self.store
+    }
+
+    /// The file a role names: the one read, checked and counted on.
     pub(crate) fn of_role(&self, role: Role) -> &Path {
         match role {
-            Role::Store => &self.store,
+            Role::Store => &self.source,
             Role::Tmp => &self.tmp,
             Role::Backup => &self.backup,
             Role::Lock => &self.lock,
             Role::LockOwn => &self.own,
+        }
+    }
+
+    /// The file a role's writes and renames go to.
+    fn written(&self, role: Role) -> &Path {
+        match role {
+            Role::Store => &self.store,
+            r => self.of_role(r),
         }
     }
 }
@@ -101,11 +139,13 @@ pub(crate) struct Files {
 pub(crate) struct Open {
     file: File,
     role: Role,
+    /// The file position (traced with each read, write and seek).
+    pos: u64,
 }
 
 impl Files {
     pub(crate) fn new(paths: Paths, tally: &IoTally) -> Self {
-        let stats = std::array::from_fn(|_| IoStats::new(tally.buffer_size().bytes() as u64));
+        let stats = std::array::from_fn(|_| tally.fresh_stats());
         Self { paths, stats, trace: tracing_events() }
     }
 
@@ -117,10 +157,24 @@ impl Files {
     pub(crate) fn access(&mut self, role: Role, how: Access) -> io::Result<()> {
         let path = self.paths.of_role(role);
         let mode = match how {
-            Access::Exists => rustix::fs::Access::EXISTS,
-            Access::Writable => rustix::fs::Access::WRITE_OK,
+            Access::Exists => libc::F_OK,
+            Access::Readable => libc::R_OK,
+            Access::Writable => libc::W_OK,
         };
-        let call = || rustix::fs::access(path, mode).map_err(io::Error::from);
+        // Through libc, as GnuPG calls it: an interposer (`record`) sees it.
+        let call = || {
+            use std::os::unix::ffi::OsStrExt;
+            let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+            // SAFETY: `c` is a NUL-terminated path alive for the call,
+            // which only reads it.
+            #[allow(unsafe_code)]
+            let rc = unsafe { libc::access(c.as_ptr(), mode) };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
         timed(&mut self.stats[role.index()], self.trace, FileOp::Access, None, call, |_| None)
     }
 
@@ -134,21 +188,40 @@ impl Files {
     /// (`O_CREAT|O_TRUNC`, `O_CREAT|O_EXCL`) and `mode`; `flags` without
     /// `O_CREAT` opens for reading and writing (`r+`).
     pub(crate) fn open(&mut self, role: Role, write: Option<(i32, u32)>) -> io::Result<Open> {
-        let path = self.paths.of_role(role);
-        let mut o = OpenOptions::new();
-        match write {
-            None => o.read(true),
-            Some((flags, _)) if flags & libc::O_CREAT == 0 => o.read(true).write(true).custom_flags(flags),
-            Some((flags, mode)) => o.write(true).custom_flags(flags).mode(mode),
+        // The user's keybox, only read: not even its access time changes
+        // where the kernel allows O_NOATIME (the file's owner); else a
+        // second, plain open (both counted: both are real calls).
+        let quiet = write.is_none() && role == Role::Store && !self.paths.reads_in_place();
+        let path = match write {
+            None => self.paths.of_role(role),
+            Some(_) => self.paths.written(role),
         };
-        let file = timed(&mut self.stats[role.index()], self.trace, FileOp::Open, None, || o.open(path), |_| None)?;
-        Ok(Open { file, role })
+        let options = |noatime: bool| {
+            let mut o = OpenOptions::new();
+            match write {
+                None if noatime => o.read(true).custom_flags(libc::O_NOATIME),
+                None => o.read(true),
+                Some((flags, _)) if flags & libc::O_CREAT == 0 => o.read(true).write(true).custom_flags(flags),
+                Some((flags, mode)) => o.write(true).custom_flags(flags).mode(mode),
+            };
+            o
+        };
+        let (stats, trace) = (&mut self.stats[role.index()], self.trace);
+        let mut open =
+            |noatime: bool| timed(stats, trace, FileOp::Open, None, || options(noatime).open(path), |_| None);
+        let file = match open(quiet) {
+            Err(e) if quiet && e.raw_os_error() == Some(libc::EPERM) => open(false),
+            r => r,
+        }?;
+        Ok(Open { file, role, pos: 0 })
     }
 
     /// One `read(2)` of at most `into.len()` bytes.
     pub(crate) fn read(&mut self, f: &mut Open, into: &mut [u8]) -> io::Result<usize> {
-        let file = &mut f.file;
-        timed(&mut self.stats[f.role.index()], self.trace, FileOp::Read, None, || file.read(into), |n| Some(*n))
+        let (file, at) = (&mut f.file, Some(f.pos));
+        let n = timed(&mut self.stats[f.role.index()], self.trace, FileOp::Read, at, || file.read(into), |n| Some(*n))?;
+        f.pos += n as u64;
+        Ok(n)
     }
 
     /// One `write(2)` of all of `bytes` (counted again if the system
@@ -156,11 +229,12 @@ impl Files {
     pub(crate) fn write(&mut self, f: &mut Open, mut bytes: &[u8]) -> io::Result<()> {
         let stats = &mut self.stats[f.role.index()];
         while !bytes.is_empty() {
-            let file = &mut f.file;
-            let n = timed(stats, self.trace, FileOp::Write, None, || file.write(bytes), |_| None)?;
+            let (file, at) = (&mut f.file, Some(f.pos));
+            let n = timed(stats, self.trace, FileOp::Write, at, || file.write(bytes), |_| None)?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
+            f.pos += n as u64;
             stats.record_written(n);
             bytes = &bytes[n..];
         }
@@ -171,7 +245,10 @@ impl Files {
     pub(crate) fn seek(&mut self, f: &mut Open, to: u64) -> io::Result<()> {
         use std::io::Seek;
         let file = &mut f.file;
-        self.call(f.role, FileOp::Seek, || file.seek(io::SeekFrom::Start(to))).map(|_| ())
+        let stats = &mut self.stats[f.role.index()];
+        timed(stats, self.trace, FileOp::Seek, Some(to), || file.seek(io::SeekFrom::Start(to)), |_| None)?;
+        f.pos = to;
+        Ok(())
     }
 
     /// `lseek(2)` by 0 from where the file stands (estream asks so when a
@@ -199,9 +276,16 @@ impl Files {
         })
     }
 
-    /// `rename(2)` of `from`'s path to `to`'s (counted on `from`).
+    /// `rename(2)` of `from`'s path to `to`'s (counted on `from`). The
+    /// user's keybox is never renamed: when only it is read, an empty
+    /// stand-in in the private directory takes the rename (made uncounted,
+    /// with one `mknod`: it is kbxscope's call, not GnuPG's).
     pub(crate) fn rename(&mut self, from: Role, to: Role) -> io::Result<()> {
-        let (a, b) = (self.paths.of_role(from), self.paths.of_role(to));
+        let (a, b) = (self.paths.written(from), self.paths.written(to));
+        if from == Role::Store && !self.paths.reads_in_place() {
+            let regular = rustix::fs::FileType::RegularFile;
+            rustix::fs::mknodat(rustix::fs::CWD, a, regular, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR, 0)?;
+        }
         timed(&mut self.stats[from.index()], self.trace, FileOp::Rename, None, || std::fs::rename(a, b), |_| None)
     }
 

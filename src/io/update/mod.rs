@@ -61,19 +61,40 @@ pub struct KeyboxWriter {
     own_made: bool,
     /// Whether the lock is held.
     locked: bool,
+    /// Whether a maintenance pass put a private keybox in place of the
+    /// one only read ([`KeyboxWriter::reading`]).
+    moved: bool,
 }
 
 impl KeyboxWriter {
     /// A writer on the keybox at `store` (inside a [`PrivateCopy`]) whose
     /// events go to `tally`, with streams of its buffer size.
     pub fn new(store: &Path, tally: &IoTally) -> Self {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let host = match host.trim() {
-            "" => "localhost",
-            h => h,
-        };
-        let files = Files::new(Paths::of(store, host), tally);
-        Self { files, tally: tally.clone(), own_made: false, locked: false }
+        Self::with_paths(Paths::of(store, &host()), tally)
+    }
+
+    /// A writer for a replay that only reads the keybox at `source` (the
+    /// user's, never written, renamed or locked): the lock's files, the
+    /// maintenance pass's temporary copy and, if the pass replaces the
+    /// keybox, the new keybox go to the private directory `dir`, under
+    /// GnuPG's names. Its events go to `tally`.
+    pub fn reading(source: &Path, dir: &Path, tally: &IoTally) -> Self {
+        Self::with_paths(Paths::beside(source, dir, &host()), tally)
+    }
+
+    fn with_paths(paths: Paths, tally: &IoTally) -> Self {
+        Self { files: Files::new(paths, tally), tally: tally.clone(), own_made: false, locked: false, moved: false }
+    }
+
+    /// The keybox the replay reads from now on: the one it started from,
+    /// or the private one a maintenance pass put in its place.
+    pub fn current(&self) -> &Path {
+        let p = &self.files.paths;
+        if self.moved {
+            &p.store
+        } else {
+            &p.source
+        }
     }
 
     /// The error of `what` on `role`'s file, for `map_err`.
@@ -87,6 +108,11 @@ impl KeyboxWriter {
     /// The keybox is not writable.
     pub fn check_writable(&mut self) -> Result<(), UpdateError> {
         self.files.access(Role::Store, Access::Writable).map_err(self.err("write", Role::Store))
+    }
+
+    /// `access(R_OK)` on the keybox: whether it may be read.
+    pub fn readable(&mut self) -> bool {
+        self.files.access(Role::Store, Access::Readable).is_ok()
     }
 
     /// `access(F_OK)` on a file of the keybox: whether it exists.
@@ -257,8 +283,18 @@ impl KeyboxWriter {
     /// Hand the counters per file to the tally (the store's with its read
     /// handles'), once every read handle is closed.
     pub fn settle(self) {
-        let store = self.files.paths.store.display().to_string();
-        self.tally.settle_update(self.files.into_rows(), &store);
+        let p = &self.files.paths;
+        let (store, renamed) = (p.source.display().to_string(), p.source == p.store);
+        self.tally.settle_update(self.files.into_rows(), &store, renamed);
+    }
+}
+
+/// The host GnuPG's lock files name.
+fn host() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    match host.trim() {
+        "" => "localhost".to_string(),
+        h => h.to_string(),
     }
 }
 

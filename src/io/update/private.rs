@@ -2,20 +2,54 @@
 //! its own (`kbxscope-replay-XXXXXX` in the temporary directory, or in a
 //! directory given), holding a copy of the store the replay starts from,
 //! removed with everything in it when dropped.
+//!
+//! Every private directory alive is known here, so that a signal ending
+//! the process can remove them all ([`PrivateCopy::remove_all`]; the command line's
+//! signal watcher calls it), and a hook set with [`PrivateCopy::before_first`] runs
+//! before the first one is made (the command line starts that watcher
+//! then: a command that never makes one stays single-threaded).
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, Once, OnceLock, PoisonError};
 
 /// A private directory with the keybox a replay writes.
 #[derive(Debug)]
 pub struct PrivateCopy {
-    dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
+    path: PathBuf,
     store: PathBuf,
 }
 
+/// The private directories alive.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static HOOK: OnceLock<fn()> = OnceLock::new();
+static FIRST: Once = Once::new();
+
+fn live() -> MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl PrivateCopy {
+    /// Run `hook` before the first private directory is made (once per
+    /// process; a second hook is ignored).
+    pub fn before_first(hook: fn()) {
+        let _ = HOOK.set(hook);
+    }
+
+    /// Remove every private directory alive, and make sure no other is made
+    /// or removed until the process ends (the registry stays locked): for a
+    /// signal handler that exits next.
+    pub fn remove_all() {
+        let guard = live();
+        for dir in guard.iter() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        std::mem::forget(guard);
+    }
+
     /// A new private directory in `parent` (the system's temporary
     /// directory when `None`) that will hold a keybox named `name`, not
     /// made yet.
@@ -23,14 +57,23 @@ impl PrivateCopy {
     /// # Errors
     /// The directory cannot be made.
     pub fn empty(parent: Option<&Path>, name: &str) -> io::Result<Self> {
+        FIRST.call_once(|| {
+            if let Some(hook) = HOOK.get() {
+                hook();
+            }
+        });
         let mut b = tempfile::Builder::new();
         b.prefix("kbxscope-replay-");
+        // Known from its making: no signal falls in between.
+        let mut live = live();
         let dir = match parent {
             Some(p) => b.tempdir_in(p)?,
             None => b.tempdir()?,
         };
-        let store = dir.path().join(name);
-        Ok(Self { dir, store })
+        let path = dir.path().to_path_buf();
+        live.push(path.clone());
+        let store = path.join(name);
+        Ok(Self { dir: Some(dir), path, store })
     }
 
     /// A new private directory holding a copy of the keybox `source`,
@@ -55,7 +98,15 @@ impl PrivateCopy {
 
     /// The directory.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.path
+    }
+}
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let mut live = live();
+        drop(self.dir.take());
+        live.retain(|p| p != &self.path);
     }
 }
 

@@ -1,0 +1,93 @@
+//! GnuPG's start on a keybox it is about to read (`keydb_add_resource` in
+//! gpg's and gpgsm's `keydb.c`; facts only; checked under strace with
+//! GnuPG 2.2.40):
+//!
+//! * the keybox opened to recognise it, one read of the buffer's size,
+//!   closed;
+//! * `access` (gpg: `F_OK`, `R_OK`, `W_OK`; gpgsm: `F_OK`, `R_OK`);
+//! * the lock taken (its own file made first), GnuPG's maintenance pass
+//!   ([`KeyboxWriter::compress`]: on a keybox whose stamp is three hours
+//!   old, a copy through `pubring.kbx.tmp`, removed again if nothing was
+//!   to be dropped), gpg's `access(W_OK)`, the lock released;
+//! * at exit, the lock's own file removed ([`Started::finish`]).
+//!
+//! The user's keybox is only read. Everything GnuPG would write beside it
+//! goes to a [`PrivateCopy`] directory, under GnuPG's names: the lock's
+//! files, the temporary copy and, when the pass drops blobs and so
+//! replaces the keybox, the new keybox, which the workload then reads (as
+//! GnuPG reads the keybox it just wrote).
+
+use crate::io::update::{KeyboxWriter, PrivateCopy, Role};
+use crate::io::{OpenError, PathOpener};
+use crate::lookup::LookupError;
+use crate::openpgp::lookup::Gnupg;
+use crate::store::StoreError;
+
+/// Which GnuPG program starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Program {
+    /// gpg: OpenPGP keys.
+    Gpg,
+    /// gpgsm: X.509 certificates.
+    Gpgsm,
+}
+
+/// A GnuPG start done: the private directory, and the writer whose lock's
+/// own file goes at the end.
+pub(crate) struct Started {
+    writer: KeyboxWriter,
+    tally: crate::io::IoTally,
+    _dir: PrivateCopy,
+}
+
+impl Started {
+    /// The handles of the workload that follows: on the keybox the start
+    /// began with, or on the private one the maintenance pass made.
+    pub(crate) fn opener(&self, given: &PathOpener) -> PathOpener {
+        let now = self.writer.current();
+        if now == given.path {
+            given.clone()
+        } else {
+            PathOpener::new(now.to_path_buf(), self.tally.clone())
+        }
+    }
+
+    /// GnuPG's exit: the lock's own file removed. Then the counters of
+    /// the files beside the keybox are handed to the tally (every read
+    /// handle is closed by now) and the private directory goes.
+    pub(crate) fn finish(mut self) {
+        // As for gpg, a failure here changes nothing the user sees.
+        let _ = self.writer.finish();
+        self.writer.settle();
+    }
+}
+
+/// `program`'s start on the keybox of `opener` at `now` (Unix seconds).
+///
+/// # Errors
+/// The keybox cannot be opened, or no private directory can be made.
+pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result<Started, StoreError> {
+    let dir = PrivateCopy::empty(None, "pubring.kbx").map_err(|error| StoreError::Private { error })?;
+    let tally = opener.tally.clone();
+    let mut writer = KeyboxWriter::reading(&opener.path, dir.dir(), &tally);
+    match Gnupg::new(opener.clone()).probe() {
+        Ok(()) => {}
+        Err(LookupError::Open(e)) => return Err(e.into()),
+        Err(e) => return Err(OpenError::Io { path: opener.path.clone(), error: std::io::Error::other(e) }.into()),
+    }
+    writer.exists(Role::Store);
+    writer.readable();
+    if program == Program::Gpg {
+        let _ = writer.check_writable();
+    }
+    // gpg and gpgsm go on quietly when the lock or the pass fails.
+    if writer.lock().is_ok() {
+        let stamp_now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
+        let _ = writer.compress(stamp_now, program == Program::Gpg);
+        if program == Program::Gpg {
+            let _ = writer.check_writable();
+        }
+        let _ = writer.unlock();
+    }
+    Ok(Started { writer, tally, _dir: dir })
+}
