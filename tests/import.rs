@@ -514,6 +514,128 @@ fn signals_remove_the_private_copy() {
     }
 }
 
+/// A process that holds `home`'s keybox lock as GnuPG's lock file names
+/// its holder (pid, host); killed when dropped.
+struct Holder {
+    child: std::process::Child,
+    lock: std::path::PathBuf,
+}
+
+impl Holder {
+    fn new(home: &Path) -> Self {
+        let child = Command::new("sleep").arg("1000").spawn().unwrap();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let lock = home.join("pubring.kbx.lock");
+        std::fs::write(&lock, format!("{:>10}\n{}\n", child.id(), host.trim())).unwrap();
+        Self { child, lock }
+    }
+
+    /// Let the lock go.
+    fn release(&self) {
+        std::fs::remove_file(&self.lock).unwrap();
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `cmd` (stderr piped), read its stderr up to a line containing
+/// `waiting`, call `then`, and return the whole stderr and the status.
+fn when_waiting(mut cmd: Command, waiting: &str, then: impl FnOnce()) -> (String, std::process::ExitStatus) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    let mut then = Some(then);
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        if line.contains(waiting) {
+            if let Some(f) = then.take() {
+                f();
+            }
+        }
+        text.push_str(&line);
+        line.clear();
+    }
+    assert!(then.is_none(), "no '{waiting}' in: {text}");
+    (text, child.wait().unwrap())
+}
+
+/// Another process holds the keybox's lock: `--lock-wait 0` gives up at
+/// once (one line naming the keybox, the holder and the lock file, exit 1,
+/// nothing left); by default the replay waits as gpg does and starts once
+/// the lock is let go, the wait counted and timed on the lock file.
+fn a_held_lock_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 3);
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::copy(crate::common::fixture("gnupg-mixed.kbx"), home.join("pubring.kbx")).unwrap();
+    let before = std::fs::read(home.join("pubring.kbx")).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let holder = Holder::new(&home);
+    let import = |extra: &[&str]| {
+        let mut c = crate::common::bin();
+        c.env("TMPDIR", &tmp).args(["--io-summary=json", "import"]).args(extra).arg("--onto").arg(&home).arg(&keys);
+        c
+    };
+    let o = import(&["--lock-wait", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let last = err.lines().last().unwrap();
+    let pid = holder.child.id();
+    assert!(last.contains(&format!("is locked by process {pid}")) && last.contains("pubring.kbx.lock"), "{err}");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left");
+    let (err, status) = when_waiting(import(&[]), &format!("waiting for lock (held by {pid})"), || holder.release());
+    assert!(status.success(), "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(err.lines().rev().find(|l| l.starts_with("{\"buffer_size\"")).unwrap()).unwrap();
+    let lock = home.join("pubring.kbx.lock").display().to_string();
+    let row = summary["files"].as_array().unwrap().iter().find(|f| f["path"] == lock.as_str()).unwrap();
+    assert_eq!(row["lock_waits"]["count"], 1, "{row}");
+    assert!(row["lock_waits"]["time_ns"].as_u64().unwrap() > 0, "{row}");
+    assert_eq!(summary["lock_waits"]["count"], 1);
+    assert_eq!(std::fs::read(home.join("pubring.kbx")).unwrap(), before);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left");
+}
+
+/// `record` of the real gpg 2.2.40 importing into a home whose lock
+/// another process holds: gpg waits (its `link` finds the lock taken) and
+/// imports once the lock is let go; record counts the wait, once, timed,
+/// on the lock file, beside gpg's failed links.
+fn record_counts_gpgs_lock_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 3);
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::copy(crate::common::fixture("gnupg-mixed.kbx"), home.join("pubring.kbx")).unwrap();
+    let holder = Holder::new(&home);
+    let mut cmd = crate::common::bin();
+    cmd.args(["--io-summary=json", "record", "--", "gpg", "--homedir"]).arg(&home).args(["--batch", "--import"]);
+    cmd.arg(&keys);
+    let pid = holder.child.id();
+    let (err, status) = when_waiting(cmd, &format!("gpg: waiting for lock (held by {pid})"), || holder.release());
+    crate::common::stop_gnupg_daemons(&home);
+    assert!(status.success(), "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(err.lines().find(|l| l.contains("\"processes\"")).unwrap()).unwrap();
+    let gpg = &summary["processes"].as_array().unwrap().iter().find(|p| p["program"] == "gpg").unwrap();
+    assert_eq!(gpg["lock_waits"]["count"], 1, "{gpg}");
+    assert!(gpg["lock_waits"]["time_ns"].as_u64().unwrap() > 0);
+    let lock = home.join("pubring.kbx.lock").display().to_string();
+    let row = gpg["files"].as_array().unwrap().iter().find(|f| f["path"] == lock.as_str()).unwrap();
+    assert_eq!(row["lock_waits"]["count"], 1, "{row}");
+    assert!(
+        gpg["calls"]["link"].as_u64().unwrap() > row["events"]["unlink"].as_u64().unwrap_or(0),
+        "failed links counted"
+    );
+}
+
 /// A file system that fills up during the replay (a 1 MiB tmpfs as
 /// TMPDIR; needs root to mount it): one line naming the file and the
 /// system's error, exit 1, nothing left on it.
@@ -567,4 +689,6 @@ crate::tests![
     a_file_of_no_keys_is_one_line,
     signals_remove_the_private_copy needs ["gpg"],
     a_full_disk_is_one_line needs ["gpg", "mount"],
+    a_held_lock_is_waited_for needs ["gpg"],
+    record_counts_gpgs_lock_wait needs ["gpg"],
 ];

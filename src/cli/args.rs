@@ -510,6 +510,19 @@ pub struct ImportArgs {
     /// Replace --out's FILE if it exists.
     #[arg(long, requires = "out")]
     pub force: bool,
+    /// Waiting for another process's lock on --onto's keybox.
+    #[command(flatten)]
+    pub lock: LockWaitArg,
+}
+
+/// `--lock-wait` of the write replays.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct LockWaitArg {
+    /// While another process holds the lock of --onto's keybox, wait for
+    /// it as gpg does, at most this many seconds (gpg waits for ever),
+    /// then fail; 0 fails at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub lock_wait: u64,
 }
 
 /// Arguments of `delete`.
@@ -534,6 +547,9 @@ pub struct DeleteArgs {
     /// Replace --out's FILE if it exists.
     #[arg(long, requires = "out")]
     pub force: bool,
+    /// Waiting for another process's lock on --onto's keybox.
+    #[command(flatten)]
+    pub lock: LockWaitArg,
 }
 
 /// `--preset` of `gen`.

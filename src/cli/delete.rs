@@ -23,7 +23,9 @@ pub(super) fn run(a: &DeleteArgs, now: i64, tally: &IoTally) -> Result<ExitCode>
         }
     };
     let out = a.out.as_deref().map(|p| (p, a.force));
-    on_private_copy(Some(&a.onto), out, |store| delete::from_keybox(store, tally, &fingerprints, now, emit))?;
+    on_private_copy(Some(&a.onto), out, (tally, a.lock), |store| {
+        delete::from_keybox(store, tally, &fingerprints, now, emit)
+    })?;
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

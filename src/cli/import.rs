@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-use super::args::ImportArgs;
+use super::args::{ImportArgs, LockWaitArg};
 use super::output;
-use kbxscope::io::update::PrivateCopy;
+use kbxscope::io::update::{wait_for_lock, PrivateCopy};
 use kbxscope::io::IoTally;
 use kbxscope::openpgp::incoming::{self, IncomingKey};
 use kbxscope::openpgp::Judge;
@@ -36,7 +36,7 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
         }
     };
     let out_file = a.out.as_deref().map(|p| (p, a.force));
-    let summary = on_private_copy(a.onto.as_deref(), out_file, |store| {
+    let summary = on_private_copy(a.onto.as_deref(), out_file, (tally, a.lock), |store| {
         import::into_keybox(store, tally, &keys, judge, &mut emit)
     })?;
     if a.json {
@@ -54,12 +54,21 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
 pub(super) fn on_private_copy<T, E>(
     onto: Option<&Path>,
     out: Option<(&Path, bool)>,
+    (tally, lock): (&IoTally, LockWaitArg),
     replay: impl FnOnce(&Path) -> Result<T, E>,
 ) -> Result<T>
 where
     E: std::error::Error + Send + Sync + 'static,
 {
     let onto = onto.map(onto_keybox).transpose()?;
+    if let Some(src) = &onto {
+        // As gpg would, start once another process's lock is let go: the
+        // copy is then the keybox that process left.
+        let limit = std::time::Duration::from_secs(lock.lock_wait);
+        wait_for_lock(src, tally, limit, |pid| {
+            eprintln!("kbxscope: waiting for lock (held by {pid}) on '{}' ...", src.display());
+        })?;
+    }
     // Removed when dropped, and by the signal watcher.
     let copy = match &onto {
         Some(src) => PrivateCopy::of(src, None),

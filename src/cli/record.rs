@@ -264,6 +264,7 @@ fn table(out: &mut String, title: &str, s: &IoStats) {
     }
     let _ = writeln!(out, "  {:<8} {:>10} {:>12}", "total", s.total_events(), duration(s.total_time()));
     let _ = writeln!(out, "  bytes read: {}", s.bytes_read);
+    super::render::lock_waits(out, s);
 }
 
 /// `--io-summary=text`: a table per process, then the total.

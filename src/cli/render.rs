@@ -110,6 +110,7 @@ pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String 
         let _ = write!(out, ", bytes written: {}", s.bytes_written);
     }
     out.push('\n');
+    lock_waits(&mut out, s);
     if let Some(s) = kbxscope::crypto::tally::so_far() {
         let each: Vec<String> = s.verified.iter().map(|(v, n)| format!("{} {n}", v.name())).collect();
         let _ = writeln!(
@@ -128,10 +129,24 @@ pub fn io_summary(s: &IoStats, size: BufferSize, files: &[FileStats]) -> String 
                 .filter(|op| f.stats.count(*op) > 0)
                 .map(|op| format!("{} {}", op.name(), f.stats.count(op)))
                 .collect();
-            let _ = writeln!(out, "    {}: {} ({})", f.path, f.stats.total_events(), ops.join(", "));
+            let mut ops = ops.join(", ");
+            if f.stats.lock_waits.count > 0 {
+                let w = &f.stats.lock_waits;
+                let sep = if ops.is_empty() { "" } else { "; " };
+                ops = format!("{ops}{sep}{} lock wait(s), {}", w.count, duration(w.time_ns));
+            }
+            let _ = writeln!(out, "    {}: {} ({ops})", f.path, f.stats.total_events());
         }
     }
     out
+}
+
+/// The line of the waits for another process's lock, if there were some.
+pub(super) fn lock_waits(out: &mut String, s: &IoStats) {
+    if s.lock_waits.count > 0 {
+        let w = &s.lock_waits;
+        let _ = writeln!(out, "  waits for another process's lock: {}, {}", w.count, duration(w.time_ns));
+    }
 }
 
 /// A duration in ns with a readable unit (every text table of the CLI).

@@ -36,7 +36,7 @@ pub use observe::{observer, set_observer, IoObserver};
 pub use op::MoreOps;
 pub use op::{FileOp, PerOp};
 pub use stats::PerBlobType;
-pub use stats::{FileStats, IoStats};
+pub use stats::{FileStats, IoStats, LockWaits};
 
 use std::time::Duration;
 

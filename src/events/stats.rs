@@ -68,6 +68,27 @@ impl PerBlobType {
     }
 }
 
+/// Waits for a lock another process held (GnuPG's keybox lock file): not
+/// system calls, so not file events; counted and timed apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LockWaits {
+    /// Waits.
+    pub count: u64,
+    /// Nanoseconds waited, all waits together.
+    pub time_ns: u64,
+}
+
+impl LockWaits {
+    fn merge(&mut self, o: &Self) {
+        self.count += o.count;
+        self.time_ns += o.time_ns;
+    }
+
+    fn minus(&self, e: &Self) -> Self {
+        Self { count: self.count - e.count, time_ns: self.time_ns - e.time_ns }
+    }
+}
+
 /// Counters of one buffer size: file events by operation, their time, the
 /// bytes `read(2)` returned and the logical reads the buffer served.
 ///
@@ -98,6 +119,8 @@ pub struct IoStats {
     pub histograms: Option<Box<EventHistograms>>,
     /// Events of the operations of [`FileOp::MORE`] (other producers only).
     pub more: MoreOps,
+    /// Waits for another process's lock.
+    pub lock_waits: LockWaits,
 }
 
 impl Serialize for IoStats {
@@ -114,6 +137,9 @@ impl Serialize for IoStats {
         }
         if self.beyond_end != 0 {
             m.serialize_entry("beyond_end", &self.beyond_end)?;
+        }
+        if self.lock_waits.count != 0 {
+            m.serialize_entry("lock_waits", &self.lock_waits)?;
         }
         m.end()
     }
@@ -192,6 +218,12 @@ impl IoStats {
     }
 
     /// Count one blob read completely.
+    /// One wait of `ns` nanoseconds for another process's lock.
+    pub(crate) fn record_lock_wait(&mut self, ns: u64) {
+        self.lock_waits.count += 1;
+        self.lock_waits.time_ns += ns;
+    }
+
     #[inline]
     pub(crate) fn record_blob(&mut self, ty: BlobType) {
         self.blobs.add(ty);
@@ -207,6 +239,7 @@ impl IoStats {
         self.logical_reads += other.logical_reads;
         self.beyond_end += other.beyond_end;
         self.more.merge(&other.more);
+        self.lock_waits.merge(&other.lock_waits);
         self.blobs.merge(&other.blobs);
         if let (Some(a), Some(b)) = (&mut self.histograms, &other.histograms) {
             a.merge(b);
@@ -225,6 +258,7 @@ impl IoStats {
             beyond_end: self.beyond_end - earlier.beyond_end,
             blobs: self.blobs.minus(&earlier.blobs),
             more: self.more.minus(&earlier.more),
+            lock_waits: self.lock_waits.minus(&earlier.lock_waits),
             histograms: match (&self.histograms, &earlier.histograms) {
                 (Some(a), Some(b)) => Some(Box::new(a.minus(b))),
                 (a, _) => a.clone(),

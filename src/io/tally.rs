@@ -157,6 +157,19 @@ impl IoTally {
         self.settle_files(std::iter::once(store_row).chain(others).collect());
     }
 
+    /// Counters of files beside the keybox, before any update (the looks
+    /// at another process's lock): added to the total and the files, and
+    /// reported.
+    pub(super) fn settle_beside(&self, rows: Vec<FileStats>) {
+        for r in &rows {
+            if let Some(o) = &self.observer {
+                Reporter::new(o.clone(), r.stats.buffer_size).report(&r.stats);
+            }
+            self.shared.borrow_mut().total.merge(&r.stats);
+        }
+        self.settle_files(rows);
+    }
+
     /// The handles from now on read another file than those before them
     /// (a replay's private copy): the change watch starts over.
     pub(super) fn rebase_watch(&self) {

@@ -64,7 +64,7 @@ pub(crate) fn file_op(op: Op) -> Option<FileOp> {
         Op::Rename => FileOp::Rename,
         Op::Unlink => FileOp::Unlink,
         Op::Link => FileOp::Link,
-        Op::Fopen | Op::Fclose | Op::StdioRead | Op::StdioSeek => return None,
+        Op::Fopen | Op::Fclose | Op::StdioRead | Op::StdioSeek | Op::LockWait => return None,
     })
 }
 
@@ -235,6 +235,11 @@ impl Recorded {
                     if let Some(fop) = file_op(*op) {
                         add_cell(&mut p.stats, fop, c);
                         add_cell(&mut p.files[fi].stats, fop, c);
+                    } else if *op == Op::LockWait {
+                        for s in [&mut p.stats, &mut p.files[fi].stats] {
+                            s.lock_waits.count += c.count;
+                            s.lock_waits.time_ns += c.total_ns;
+                        }
                     }
                 }
             }

@@ -4,7 +4,8 @@
 //! The file-event families (`kbx_file_events_total`,
 //! `kbx_file_event_duration_seconds`, `kbx_file_read_bytes_total`,
 //! `kbx_logical_reads_total`, `kbx_read_size_bytes`,
-//! `kbx_blobs_read_total`) are not recorded sample by sample: the I/O
+//! `kbx_blobs_read_total`, `kbx_file_written_bytes_total`,
+//! `kbx_lock_waits_total`, `kbx_lock_wait_seconds_total`) are not recorded sample by sample: the I/O
 //! layer counts and buckets each event once, in the handle's
 //! [`IoStats`], and hands the deltas to [`IoMetrics`] (an
 //! [`IoObserver`]) every `crate::events::REPORT_EVERY` events and
@@ -44,6 +45,14 @@ pub const FILE_EVENTS: &str = "kbx_file_events_total";
 pub const FILE_EVENT_DURATION: &str = "kbx_file_event_duration_seconds";
 /// Bytes returned by `read(2)`, by `buffer_size`.
 pub const FILE_READ_BYTES: &str = "kbx_file_read_bytes_total";
+/// Bytes `write(2)` wrote (a write replay's files; a recorded program's),
+/// by `buffer_size`.
+pub const FILE_WRITTEN_BYTES: &str = "kbx_file_written_bytes_total";
+/// Waits for a lock another process held (GnuPG's keybox lock file), by
+/// `buffer_size`.
+pub const LOCK_WAITS: &str = "kbx_lock_waits_total";
+/// Time those waits took, by `buffer_size`.
+pub const LOCK_WAIT_SECONDS: &str = "kbx_lock_wait_seconds_total";
 /// Reads asked of the buffered layer, by `buffer_size`.
 pub const LOGICAL_READS: &str = "kbx_logical_reads_total";
 /// Sizes of `read(2)` results (histogram), by `buffer_size`.
@@ -222,6 +231,22 @@ impl IoMetrics {
         }
         for (labels, s) in &recorded {
             let _ = writeln!(out, "{FILE_READ_BYTES}{{{labels}}} {}", s.bytes_read);
+        }
+        header(&mut out, FILE_WRITTEN_BYTES, "counter", "Bytes written by write(2) to a keybox's files.");
+        let every = || {
+            let sizes = by_size.iter().map(|(size, s)| (format!("buffer_size=\"{size}\""), s));
+            sizes.chain(recorded.iter().map(|(l, s)| (l.clone(), s)))
+        };
+        for (labels, s) in every() {
+            let _ = writeln!(out, "{FILE_WRITTEN_BYTES}{{{labels}}} {}", s.bytes_written);
+        }
+        header(&mut out, LOCK_WAITS, "counter", "Waits for a lock another process held on a keybox.");
+        for (labels, s) in every() {
+            let _ = writeln!(out, "{LOCK_WAITS}{{{labels}}} {}", s.lock_waits.count);
+        }
+        header(&mut out, LOCK_WAIT_SECONDS, "counter", "Time spent waiting for another process's lock on a keybox.");
+        for (labels, s) in every() {
+            let _ = writeln!(out, "{LOCK_WAIT_SECONDS}{{{labels}}} {}", s.lock_waits.time_ns as f64 / 1e9);
         }
         header(&mut out, LOGICAL_READS, "counter", "Reads asked of the buffered layer, served from the buffer or not.");
         for (size, s) in &by_size {

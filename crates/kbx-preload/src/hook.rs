@@ -1,6 +1,8 @@
 //! What every hook shares: the unwatched fast path, timing, errno
 //! preservation and recording.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use libc::{c_char, c_int, c_void};
 
 use crate::config;
@@ -171,6 +173,22 @@ pub unsafe fn on_open(dirfd: c_int, path: *const c_char, f: impl FnOnce() -> c_i
 /// As for [`on_open`].
 #[inline(always)]
 pub unsafe fn on_path(dirfd: c_int, path: *const c_char, op: Op, f: impl FnOnce() -> c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { on_path_then(dirfd, path, op, f, |_, _, _, _| {}) }
+}
+
+/// [`on_path`], then `then(slot, t1, result, errno)` for a watched path.
+///
+/// # Safety
+/// As for [`on_open`].
+#[inline(always)]
+unsafe fn on_path_then(
+    dirfd: c_int,
+    path: *const c_char,
+    op: Op,
+    f: impl FnOnce() -> c_int,
+    then: impl FnOnce(u16, u64, c_int, c_int),
+) -> c_int {
     if !config::enabled() {
         return f();
     }
@@ -182,8 +200,59 @@ pub unsafe fn on_path(dirfd: c_int, path: *const c_char, op: Op, f: impl FnOnce(
     // SAFETY: path is the argument the real call just accepted.
     if let Some(slot) = unsafe { watched_slot(dirfd, path, e, r < 0) } {
         writer::call(Call { slot, op, t0, t1, fd: dirfd, offset: -1, result: r as i64, bytes: 0, failed: r < 0 });
+        then(slot, t1, r, e);
     }
     r
+}
+
+/// Per file slot: when the first `link` to it that found the name taken
+/// (`EEXIST`) started, CLOCK_MONOTONIC ns; 0 when no wait is open.
+static WAIT_SINCE: [AtomicU64; kbx_record::FILE_SLOTS + 1] = [const { AtomicU64::new(0) }; kbx_record::FILE_SLOTS + 1];
+
+/// Forget open waits (a fork's child: its parent waits, not it).
+pub fn forget_waits() {
+    for w in &WAIT_SINCE {
+        w.store(0, Ordering::Relaxed);
+    }
+}
+
+/// [`on_path`] for `link`: `Link` on a watched new name, and a lock
+/// wait: a `link` that found the name taken (`EEXIST`, another process
+/// holds the lock GnuPG takes so) opens one, the next that succeeds
+/// closes it and records `LockWait` with the time between.
+///
+/// # Safety
+/// As for [`on_open`].
+#[inline(always)]
+pub unsafe fn on_link(dirfd: c_int, path: *const c_char, f: impl FnOnce() -> c_int) -> c_int {
+    if !config::enabled() {
+        return f();
+    }
+    let t0 = sys::now();
+    let wait = |slot: u16, t1: u64, r: c_int, e: c_int| {
+        let Some(since) = WAIT_SINCE.get(usize::from(slot)) else { return };
+        if r < 0 && e == libc::EEXIST {
+            let _ = since.compare_exchange(0, t0, Ordering::Relaxed, Ordering::Relaxed);
+        } else if r == 0 {
+            let began = since.swap(0, Ordering::Relaxed);
+            if began != 0 {
+                let op = Op::LockWait;
+                writer::call(Call {
+                    slot,
+                    op,
+                    t0: began,
+                    t1,
+                    fd: dirfd,
+                    offset: -1,
+                    result: 0,
+                    bytes: 0,
+                    failed: false,
+                });
+            }
+        }
+    };
+    // SAFETY: forwarded contract.
+    unsafe { on_path_then(dirfd, path, Op::Link, f, wait) }
 }
 
 /// Whether a `*at` call with `flags` and `path` addresses `dirfd` itself.

@@ -2,12 +2,13 @@
 //! old name), `unlink*`, `remove` and `link*` (counted on the new name, the lock
 //! file GnuPG takes by linking). They are how GnuPG updates a keybox (a
 //! copy renamed into place, the old file renamed to `~`) and takes and
-//! releases its lock files.
+//! releases its lock files. A `link` that finds the lock taken opens a
+//! lock wait, which the next successful one closes (`LockWait`).
 
 use kbx_record::Op;
 use libc::{c_char, c_int, c_uint};
 
-use crate::hook::{on_path, real_or};
+use crate::hook::{on_link, on_path, real_or};
 
 /// Interposed `rename`: `Rename` on a watched old name.
 ///
@@ -90,7 +91,7 @@ pub unsafe extern "C" fn unlinkat(dir: c_int, path: *const c_char, flags: c_int)
 pub unsafe extern "C" fn link(old: *const c_char, new: *const c_char) -> c_int {
     let real = real_or!(link, -1);
     // SAFETY: the host's arguments, passed on unchanged.
-    unsafe { on_path(libc::AT_FDCWD, new, Op::Link, || real(old, new)) }
+    unsafe { on_link(libc::AT_FDCWD, new, || real(old, new)) }
 }
 
 /// Interposed `linkat`: `Link` on a watched new name.
@@ -107,5 +108,5 @@ pub unsafe extern "C" fn linkat(
 ) -> c_int {
     let real = real_or!(linkat, -1);
     // SAFETY: the host's arguments, passed on unchanged.
-    unsafe { on_path(newdir, new, Op::Link, || real(olddir, old, newdir, new, flags)) }
+    unsafe { on_link(newdir, new, || real(olddir, old, newdir, new, flags)) }
 }

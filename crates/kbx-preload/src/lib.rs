@@ -51,6 +51,7 @@ mod init {
     extern "C" fn child() {
         // Only atomic stores: safe in a child forked from a multithreaded parent.
         crate::writer::after_fork_child();
+        crate::hook::forget_waits();
     }
 
     /// Runs at load (before the program's constructors and main).

@@ -199,11 +199,15 @@ pub enum Op {
     Unlink = 26,
     /// link, linkat to a watched path (counted on the new name: GnuPG takes its lock files so).
     Link = 27,
+    /// A wait for a lock another process held: from a `link` to a watched
+    /// name that failed with `EEXIST` to the next one that succeeded (its
+    /// time the wait's; not a system call).
+    LockWait = 28,
 }
 
 impl Op {
     /// All operations in column order.
-    pub const ALL: [Op; 28] = [
+    pub const ALL: [Op; 29] = [
         Op::Open,
         Op::Close,
         Op::Read,
@@ -232,6 +236,7 @@ impl Op {
         Op::Rename,
         Op::Unlink,
         Op::Link,
+        Op::LockWait,
     ];
 
     /// The column index.
@@ -276,6 +281,7 @@ impl Op {
             Op::Rename => "rename",
             Op::Unlink => "unlink",
             Op::Link => "link",
+            Op::LockWait => "lock_wait",
         }
     }
 }

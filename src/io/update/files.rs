@@ -320,13 +320,18 @@ impl Files {
         )
     }
 
+    /// A wait of `took` for another process's hold on a role's file.
+    pub(crate) fn record_lock_wait(&mut self, role: Role, took: std::time::Duration) {
+        self.stats[role.index()].record_lock_wait(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+    }
+
     /// The counters per file, named by their paths; files nothing was
     /// done to are left out. The store's read handles count apart.
     pub(crate) fn into_rows(self) -> Vec<FileStats> {
         Role::ALL
             .iter()
             .zip(self.stats)
-            .filter(|(_, s)| s.total_events() > 0)
+            .filter(|(_, s)| s.total_events() > 0 || s.lock_waits.count > 0)
             .map(|(r, stats)| FileStats { path: self.paths.of_role(*r).display().to_string(), stats })
             .collect()
     }

@@ -28,6 +28,7 @@ mod compress;
 mod copy;
 mod files;
 mod private;
+mod wait;
 
 use std::io;
 use std::path::Path;
@@ -35,6 +36,7 @@ use std::path::Path;
 pub use compress::Compressed;
 pub use files::Role;
 pub use private::PrivateCopy;
+pub use wait::{wait_for_lock, LockHeld, WaitError};
 
 use self::copy::Streams;
 use self::files::{Access, Files, Paths};

@@ -1,0 +1,113 @@
+//! Waiting, as gpg does, while another process holds a keybox's lock
+//! (`common/dotlock.c`; facts only): the lock file `pubring.kbx.lock`
+//! names its holder's pid on its first line. A lock whose holder is
+//! alive is waited for, looking again after 50 ms, then 100, 200, 400,
+//! 800 ms, 2, 4 and 8 s; a stale one (its holder gone) is not waited for
+//! (gpg removes it; the replay leaves the user's files alone).
+//!
+//! The replay only reads the lock file: it is the user's. The looks at it
+//! are kbxscope's own, like the copy of the keybox the replay starts
+//! from, and not counted; a wait is the event gpg would have had, counted
+//! and timed on the lock file ([`crate::events::LockWaits`]).
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::files::{Files, Paths, Role};
+use super::UpdateError;
+use crate::io::IoTally;
+
+/// Why the replay did not start: the lock stayed held.
+#[derive(Debug, thiserror::Error)]
+#[error("'{}' is locked by process {holder} ('{}'): still held after {:.0} s", store.display(), lock.display(), waited.as_secs_f64())]
+pub struct LockHeld {
+    /// The keybox.
+    pub store: PathBuf,
+    /// Its lock file.
+    pub lock: PathBuf,
+    /// The holder's pid.
+    pub holder: u32,
+    /// How long the replay waited.
+    pub waited: Duration,
+}
+
+/// Why waiting failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// The lock stayed held past the limit.
+    #[error(transparent)]
+    Held(#[from] LockHeld),
+    /// The lock file could not be read.
+    #[error(transparent)]
+    Read(#[from] UpdateError),
+}
+
+/// gpg's pauses between looks at a held lock.
+const BACKOFF_MS: [u64; 8] = [50, 100, 200, 400, 800, 2000, 4000, 8000];
+
+/// Wait while another live process holds the lock of the keybox at
+/// `store`, at most `limit`; `waiting` is told the holder's pid once, when
+/// the wait begins. The looks and the wait are counted into `tally` on the
+/// lock file. Returns whether there was a wait.
+///
+/// # Errors
+/// The lock is still held after `limit`, or its file cannot be read.
+pub fn wait_for_lock(
+    store: &Path,
+    tally: &IoTally,
+    limit: Duration,
+    mut waiting: impl FnMut(u32),
+) -> Result<bool, WaitError> {
+    let mut files = Files::new(Paths::of(store, ""), tally);
+    let lock = files.paths.lock.clone();
+    let mut started: Option<Instant> = None;
+    let mut step = 0;
+    let result = loop {
+        let holder = match holder(&lock) {
+            Ok(h) => h,
+            Err(error) => break Err(UpdateError { what: "read", path: lock.clone(), error }.into()),
+        };
+        let Some(pid) = holder else { break Ok(()) };
+        let since = *started.get_or_insert_with(|| {
+            waiting(pid);
+            Instant::now()
+        });
+        let waited = since.elapsed();
+        if waited >= limit {
+            break Err(LockHeld { store: store.to_path_buf(), lock: lock.clone(), holder: pid, waited }.into());
+        }
+        let pause = Duration::from_millis(BACKOFF_MS[step.min(BACKOFF_MS.len() - 1)]);
+        std::thread::sleep(pause.min(limit - waited));
+        step += 1;
+    };
+    if let Some(since) = started {
+        files.record_lock_wait(Role::Lock, since.elapsed());
+        tally.settle_beside(files.into_rows());
+    }
+    result.map(|()| started.is_some())
+}
+
+/// The live process other than this one the lock file names, if any.
+fn holder(lock: &Path) -> io::Result<Option<u32>> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    match std::fs::File::open(lock) {
+        // The first line is all gpg reads: a pid of at most ten digits.
+        Ok(f) => f.take(64).read_to_end(&mut text)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let pid = String::from_utf8_lossy(&text).lines().next().and_then(|l| l.trim().parse::<u32>().ok());
+    Ok(pid.filter(|&p| p != std::process::id() && alive(p)))
+}
+
+/// Whether process `pid` exists (`kill(pid, 0)`: no signal is sent).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    match rustix::process::Pid::from_raw(pid) {
+        // EPERM: it exists, owned by another user.
+        Some(p) => !matches!(rustix::process::test_kill_process(p), Err(rustix::io::Errno::SRCH)),
+        None => false,
+    }
+}
