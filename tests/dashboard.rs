@@ -76,6 +76,9 @@ fn dashboard_structure() {
         kbxscope::telemetry::FILE_EVENTS,
         kbxscope::telemetry::FILE_EVENT_DURATION,
         kbxscope::telemetry::FILE_READ_BYTES,
+        kbxscope::telemetry::FILE_WRITTEN_BYTES,
+        kbxscope::telemetry::LOCK_WAITS,
+        kbxscope::telemetry::LOCK_WAIT_SECONDS,
         kbxscope::telemetry::LOGICAL_READS,
         kbxscope::telemetry::READ_SIZE,
         kbxscope::telemetry::BLOBS_READ,
@@ -225,6 +228,14 @@ fn every_dashboard_query_returns_data_from_a_real_prometheus() {
             d(&format!("kbx_command_duration_seconds_sum{{{command}}}"))
                 / d(&format!("kbx_command_duration_seconds_count{{{command}}}")),
         ),
+        (
+            "Writes beside the keybox by operation",
+            vec![("op", "write")],
+            d("kbx_file_events_total{op=\"write\",buffer_size=\"8192\"}")
+                + d(&format!("kbx_file_events_total{{op=\"write\",{size}}}")),
+        ),
+        // No other process held the lock: zero waits, zero seconds.
+        ("Lock waits and time waited", vec![("buffer_size", "16384")], d(&format!("kbx_lock_waits_total{{{size}}}"))),
         (
             "Keybox scans by lookup strategy",
             vec![("lookup", "gnupg")],
