@@ -121,7 +121,40 @@ fn gpgsm_start_equals_gpgsms() {
     }
 }
 
+/// Ctrl-C or SIGTERM during a listing whose start wrote beside the
+/// keybox: the private directory goes with everything in it, exit 130 or
+/// 143, the keybox untouched.
+fn signals_remove_the_start_s_private_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("real/debian-subset.kbx"), &kbx).unwrap();
+    let before = std::fs::read(&kbx).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut child = crate::common::bin()
+            .env("TMPDIR", &tmp)
+            .args(["--kbx-buffer-size", "unbuffered", "list", "--check-sigs", "--at", "2026-12-01"])
+            .arg(&kbx)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Signalled once the private directory exists (it lives as long
+        // as the listing).
+        while child.try_wait().unwrap().is_none() && std::fs::read_dir(&tmp).unwrap().count() == 0 {
+            std::thread::yield_now();
+        }
+        let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        assert_eq!(child.wait().unwrap().code(), Some(code), "{signal}");
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{signal}: the private directory is left");
+        assert_eq!(std::fs::read(&kbx).unwrap(), before);
+    }
+}
+
 crate::tests![
     gpg_start_equals_gpgs needs ["gpg", "strace"],
     gpgsm_start_equals_gpgsms needs ["gpgsm", "strace"],
+    signals_remove_the_start_s_private_directory,
 ];
