@@ -203,7 +203,7 @@ fn usage_errors_exit_2() {
         (&["sweep", "x.kbx", "--lookup", "none"], &["--lookup", "possible values: gnupg, scan, index"]),
         (
             &["sweep", "x.kbx", "--workload", "dance"],
-            &["--workload", "expected validate, list, stats, find:PATTERN, with-sigs or check-sigs"],
+            &["--workload", "expected validate, list, stats, find:PATTERN, with-sigs, check-sigs or import:FILE"],
         ),
         (&["sweep", "x.kbx", "--workload", "find:"], &["--workload", "find:PATTERN"]),
         (

@@ -636,6 +636,52 @@ fn record_counts_gpgs_lock_wait() {
     );
 }
 
+/// `sweep --workload import:FILE`: each size's row (one run on a fresh
+/// private copy) counts what a single `import --onto` counts at that size,
+/// the store is only read and nothing is left; keyboxd's side is refused
+/// in one line.
+fn sweep_import_rows_equal_single_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 6);
+    let store = dir.path().join("store.kbx");
+    std::fs::copy(crate::common::fixture("gnupg-mixed.kbx"), &store).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let json = dir.path().join("sweep.json");
+    let workload = format!("import:{}", keys.display());
+    let o = crate::common::bin()
+        .env("TMPDIR", &tmp)
+        .args(["sweep", store.to_str().unwrap(), "--workload", &workload, "--sizes", "0,64", "--runs", "1"])
+        .args(["--warmup", "0", "--export-json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["workload"], workload.as_str());
+    for (row, size) in v["results"].as_array().unwrap().iter().zip(["0", "64"]) {
+        assert!(row.get("seed").is_none_or(|s| s.is_null()), "no seed row for an import");
+        let single = crate::common::bin()
+            .env("TMPDIR", &tmp)
+            .args(["--io-summary=json", "--kbx-buffer-size", size, "import", "--onto"])
+            .arg(&store)
+            .arg(&keys)
+            .output()
+            .unwrap();
+        assert!(single.status.success(), "{}", stderr(&single));
+        let s = io_summary(&single);
+        let all = row["events"]["total"].as_u64().unwrap() + row["other_events"].as_u64().unwrap_or(0);
+        assert_eq!(Some(all), s["events"]["total"].as_u64(), "size {size}: every event");
+        assert_eq!(row["bytes_read"], s["bytes_read"], "size {size}: bytes read");
+        assert!(s["events"]["rename"].as_u64().unwrap() > 0, "the keys were written");
+    }
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left");
+    let o = run(["sweep", store.to_str().unwrap(), "--workload", &workload, "--versus-keyboxd"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
 /// A file system that fills up during the replay (a 1 MiB tmpfs as
 /// TMPDIR; needs root to mount it): one line naming the file and the
 /// system's error, exit 1, nothing left on it.
@@ -691,4 +737,5 @@ crate::tests![
     a_full_disk_is_one_line needs ["gpg", "mount"],
     a_held_lock_is_waited_for needs ["gpg"],
     record_counts_gpgs_lock_wait needs ["gpg"],
+    sweep_import_rows_equal_single_imports needs ["gpg"],
 ];

@@ -97,7 +97,7 @@ where
 }
 
 /// The keys of one file, or a one-line error naming it.
-fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
+pub(super) fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
     let meta = std::fs::metadata(f).with_context(|| format!("cannot read '{}'", f.display()))?;
     if !meta.is_file() {
         bail!("'{}' is not a file of keys", f.display());

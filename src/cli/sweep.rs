@@ -58,6 +58,18 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         (store.path().to_path_buf(), store.kind() == StoreKind::Keyboxd)
     };
     let sigs = matches!(workload, Workload::Sigs(..));
+    let keys = match workload {
+        Workload::Import(file) => {
+            if keyboxd || a.versus_keyboxd || gnupg.is_some() {
+                anyhow::bail!(
+                    "--workload import replays gpg's import into a keybox: not yet on keyboxd's database \
+                     (nor with --versus-keyboxd), nor beside a GnuPG program"
+                );
+            }
+            super::import::read_keys(Path::new(file))?
+        }
+        _ => Vec::new(),
+    };
     if sigs && *version == GnupgVersion::V2_2 && (keyboxd || a.versus_keyboxd) {
         anyhow::bail!(
             "GnuPG 2.2 has no keyboxd: --gnupg-version 2.2 replays gpg on a keybox, not on keyboxd's database{}",
@@ -118,6 +130,7 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         builtin: a.file.is_none(),
         compare,
         probe: Some(&probe),
+        keys: &keys,
     };
     let mut bar = None;
     let result = sweep::run(&path, plan, &mut |p| match p {
@@ -167,6 +180,9 @@ fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
         SweepError::Store(kbxscope::store::StoreError::Keyboxd(e)) => anyhow::anyhow!("{e}"),
         SweepError::Scan { size, error } => anyhow::anyhow!("{}: at buffer size {size}: {error}", path.display()),
         SweepError::Pattern(e) => anyhow::anyhow!("--workload find: {e}"),
-        e @ (SweepError::Store(_) | SweepError::Program(_)) => e.into(),
+        SweepError::Private { error } => {
+            anyhow::anyhow!("--workload import: cannot make a private copy of '{}': {error}", path.display())
+        }
+        e @ (SweepError::Store(_) | SweepError::Program(_) | SweepError::Import(_)) => e.into(),
     }
 }

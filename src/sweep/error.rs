@@ -27,4 +27,13 @@ pub enum SweepError {
     /// not be run at a size, or failed: its own words.
     #[error(transparent)]
     Program(ProgramError),
+    /// The import workload's private copy of the keybox could not be made.
+    #[error("cannot make a private copy of the keybox: {error}")]
+    Private {
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// The import workload failed.
+    #[error(transparent)]
+    Import(#[from] crate::workload::import::ImportError),
 }

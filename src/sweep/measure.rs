@@ -12,9 +12,11 @@ use super::result::{SizeResult, Sweep, SweepSize, Times};
 use super::workloads::Workload;
 use crate::events::IoStats;
 use crate::gnupg_version::GnupgVersion;
+use crate::io::update::PrivateCopy;
 use crate::io::{BufferSize, IoTally};
 use crate::kbx::search::Pattern;
 use crate::lookup::Strategy;
+use crate::openpgp::incoming::IncomingKey;
 use crate::openpgp::Judge;
 use crate::store::{Store, StoreKind};
 use crate::workload;
@@ -87,11 +89,16 @@ pub(super) struct Runs<'a> {
     pub(super) keyboxd: bool,
     /// The second sweep of `--versus-keyboxd` (said in each [`Step`]).
     pub(super) versus: bool,
+    /// The keys of the import workload.
+    pub(super) keys: &'a [IncomingKey],
 }
 
 /// Run the workload once on the store `path` (a keybox, or keyboxd's
 /// database with SQLite's page cache the tally's buffer size) with `tally`.
 fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally) -> Result<(), SweepError> {
+    if matches!(plan.workload, Workload::Import(_)) {
+        return import_once(path, plan, tally);
+    }
     let cache = match kind {
         StoreKind::Keybox => None,
         StoreKind::Keyboxd => Some((tally.buffer_size().bytes() as u64).div_ceil(1024)),
@@ -113,8 +120,18 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally) -> R
             let pattern = Pattern::parse(p)?;
             workload::find::run(&store, &[pattern], false, |_| {})?.outcome.fatal
         }
+        Workload::Import(_) => None,
     };
     fatal.map_or(Ok(()), |error| Err(SweepError::Scan { size: tally.buffer_size(), error }))
+}
+
+/// One import onto a fresh private copy of the keybox at `path` (the copy
+/// is kbxscope's own, not counted; removed at the end of the run).
+fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally) -> Result<(), SweepError> {
+    let copy = PrivateCopy::of(path, None).map_err(|error| SweepError::Private { error })?;
+    let judge = Judge { version: plan.version, now: plan.at };
+    workload::import::into_keybox(copy.store(), tally, plan.keys, judge, |_| {})?;
+    Ok(())
 }
 
 /// The difference of two tallies' snapshots (one run's events).

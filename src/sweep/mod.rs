@@ -78,13 +78,16 @@ pub struct Plan<'a> {
     /// (`PRAGMA cache_size`), the workload is read through SQLite.
     pub keyboxd: bool,
     /// The file is the built-in keybox: the seed's numbers beside the
-    /// seed's sizes (not for the signature workloads, which it did not run).
+    /// seed's sizes (not for the signature and import workloads, which it
+    /// did not run).
     pub builtin: bool,
     /// GnuPG, or keyboxd's database, beside kbxscope's rows.
     pub compare: Option<Comparison<'a>>,
     /// The tally that counted the look at the file before the sweep (to
     /// tell a keybox from a database): the sweep's `probe_events`.
     pub probe: Option<&'a IoTally>,
+    /// The keys of the import workload (empty for the others).
+    pub keys: &'a [crate::openpgp::incoming::IncomingKey],
 }
 
 /// Sweep `plan.sizes` on `path` and fill in what the plan compares with;
@@ -94,7 +97,7 @@ pub struct Plan<'a> {
 /// # Errors
 /// The first failed run, kbxscope's or the GnuPG program's.
 pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> Result<Sweep, SweepError> {
-    let Plan { sizes, workload, runs, warmup, trust, at, version, keyboxd, builtin, mut compare, probe } = plan;
+    let Plan { sizes, workload, runs, warmup, trust, at, version, keyboxd, builtin, mut compare, probe, keys } = plan;
     // With --program, kbxscope's run is the model: its events are the
     // same on every run, so one run per size.
     let model = matches!(compare, Some(Comparison::Program(_)));
@@ -108,9 +111,10 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
         version,
         keyboxd,
         versus: false,
+        keys,
     };
     let mut sweep = measure::measure(path, &ours, progress)?;
-    let seed = builtin && !matches!(workload, Workload::Sigs(..));
+    let seed = builtin && !matches!(workload, Workload::Sigs(..) | Workload::Import(_));
     for (r, s) in sweep.results.iter_mut().zip(sizes) {
         if seed {
             r.seed = seed_row(&r.label);

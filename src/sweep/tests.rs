@@ -77,6 +77,7 @@ fn plan<'a>(sizes: &'a [SweepSize], workload: &'a Workload, trust: &'a crate::x5
         builtin: false,
         compare: None,
         probe: None,
+        keys: &[],
     }
 }
 

@@ -18,6 +18,9 @@ pub enum Workload {
     Find(String),
     /// `list --with-sigs` or `list --check-sigs`, with `--lookup L`.
     Sigs(crate::openpgp::Mode, Strategy),
+    /// `import FILE --onto KEYBOX`, each run on a fresh private copy of
+    /// the keybox (the keys are read once, by the caller).
+    Import(String),
 }
 
 /// A workload as `--workload` names it, before its lookup strategy is
@@ -37,21 +40,25 @@ pub enum WorkloadKind {
     WithSigs,
     /// `list --check-sigs`.
     CheckSigs,
+    /// `import FILE --onto KEYBOX`.
+    Import(String),
 }
 
 impl WorkloadKind {
     /// Every workload: its name for `--workload` and what a run does, in
     /// the order the help lists them.
-    pub const TABLE: [(&'static str, &'static str); 6] = [
+    pub const TABLE: [(&'static str, &'static str); 7] = [
         ("validate", "list --with-validation"),
         ("list", "list"),
         ("stats", "stats"),
         ("find:PATTERN", "find PATTERN"),
         ("with-sigs", "list --with-sigs"),
         ("check-sigs", "list --check-sigs"),
+        ("import:FILE", "import FILE --onto KEYBOX, on a fresh private copy each run"),
     ];
 
-    /// The workload `--workload NAME` names (`find:` with a non-empty pattern).
+    /// The workload `--workload NAME` names (`find:` with a non-empty
+    /// pattern, `import:` with a file).
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "validate" => Self::Validate,
@@ -59,18 +66,19 @@ impl WorkloadKind {
             "stats" => Self::Stats,
             "with-sigs" => Self::WithSigs,
             "check-sigs" => Self::CheckSigs,
-            _ => match s.strip_prefix("find:") {
-                Some(p) if !p.is_empty() => Self::Find(p.to_string()),
+            _ => match (s.strip_prefix("find:"), s.strip_prefix("import:")) {
+                (Some(p), _) if !p.is_empty() => Self::Find(p.to_string()),
+                (_, Some(f)) if !f.is_empty() => Self::Import(f.to_string()),
                 _ => return None,
             },
         })
     }
 
     /// The names [`WorkloadKind::parse`] takes, as a sentence's list:
-    /// `validate, list, …, with-sigs or check-sigs`.
+    /// `validate, list, …, check-sigs or import:FILE`.
     pub fn names() -> String {
         let names: Vec<&str> = Self::TABLE.iter().map(|(n, _)| *n).collect();
-        let (last, rest) = names.split_last().expect("a table of six");
+        let (last, rest) = names.split_last().expect("a table of seven");
         format!("{} or {last}", rest.join(", "))
     }
 
@@ -84,13 +92,14 @@ impl WorkloadKind {
             Self::Find(p) => Workload::Find(p),
             Self::WithSigs => Workload::Sigs(crate::openpgp::Mode::WithSigs, lookup),
             Self::CheckSigs => Workload::Sigs(crate::openpgp::Mode::CheckSigs, lookup),
+            Self::Import(f) => Workload::Import(f),
         }
     }
 }
 
 impl Workload {
-    /// `validate`, `list`, `stats`, `find:PATTERN`, `with-sigs` or `check-sigs`
-    /// (the names of [`WorkloadKind::TABLE`]).
+    /// `validate`, `list`, `stats`, `find:PATTERN`, `with-sigs`,
+    /// `check-sigs` or `import:FILE` (the names of [`WorkloadKind::TABLE`]).
     pub fn name(&self) -> String {
         match self {
             Self::Sigs(crate::openpgp::Mode::WithSigs, _) => WorkloadKind::TABLE[4].0.into(),
@@ -99,6 +108,7 @@ impl Workload {
             Self::List => WorkloadKind::TABLE[1].0.into(),
             Self::Stats => WorkloadKind::TABLE[2].0.into(),
             Self::Find(p) => format!("find:{p}"),
+            Self::Import(f) => format!("import:{f}"),
         }
     }
 
@@ -112,6 +122,7 @@ impl Workload {
             Self::Find(p) => format!("find '{p}'"),
             Self::Sigs(crate::openpgp::Mode::WithSigs, l) => format!("list --with-sigs --lookup {}", l.name()),
             Self::Sigs(crate::openpgp::Mode::CheckSigs, l) => format!("list --check-sigs --lookup {}", l.name()),
+            Self::Import(f) => format!("import '{f}' --onto a fresh copy"),
         }
     }
 
