@@ -117,6 +117,22 @@ pub(crate) fn replay_counts_named(summary: &serde_json::Value, store: &str) -> B
     out
 }
 
+/// Five hours from now (past a keybox's three-hour maintenance stamp), as
+/// gpg's `--faked-system-time` and as RFC 3339 for kbxscope's `--at`.
+fn five_hours_ahead() -> (String, String) {
+    let later = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap() + time::Duration::hours(5);
+    let faked = format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}!",
+        later.year(),
+        u8::from(later.month()),
+        later.day(),
+        later.hour(),
+        later.minute(),
+        later.second()
+    );
+    (faked, later.format(&time::format_description::well_known::Rfc3339).unwrap())
+}
+
 /// gpg 2.2.40 imports six keys of the Debian subset into an empty home
 /// under strace; the replay makes the same calls on the same files (every
 /// operation on every file, equal counts), writes the same blobs (apart
@@ -238,17 +254,7 @@ fn refresh_makes_gpgs_calls() {
 fn maintenance_pass_makes_gpgs_calls() {
     let dir = tempfile::tempdir().unwrap();
     let keys = export_subset(dir.path(), 3);
-    let later = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap() + time::Duration::hours(5);
-    let faked = format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}!",
-        later.year(),
-        u8::from(later.month()),
-        later.day(),
-        later.hour(),
-        later.minute(),
-        later.second()
-    );
-    let at = later.format(&time::format_description::well_known::Rfc3339).unwrap();
+    let (faked, at) = five_hours_ahead();
     let starts = [crate::common::fixture("real/debian-subset.kbx"), crate::common::fixture("gnupg-deleted.kbx")];
     for (i, start) in starts.iter().enumerate() {
         let home = dir.path().join(format!("home{i}"));
@@ -329,16 +335,7 @@ fn record_shows_the_same_operations() {
     }
     assert_eq!(recorded, ours);
 
-    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(5);
-    let faked = format!(
-        "{}{:02}{:02}T{:02}{:02}{:02}!",
-        later.year(),
-        u8::from(later.month()),
-        later.day(),
-        later.hour(),
-        later.minute(),
-        later.second()
-    );
+    let (faked, _) = five_hours_ahead();
     let o =
         run(["--io-summary", "record", "--", "gpg", "--homedir", h, "--batch", "--faked-system-time", &faked, "-k"]);
     crate::common::stop_gnupg_daemons(&home);

@@ -503,6 +503,14 @@ pub struct ImportArgs {
     /// One JSON object per key on stdout, then the summary.
     #[arg(long)]
     pub json: bool,
+    /// What the write replays share.
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+}
+
+/// The options of the write replays (`import`, `delete`).
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
     /// Also write the keybox the replay made to FILE (a new file; see
     /// --force), through a temporary file renamed into place.
     #[arg(long, value_name = "FILE")]
@@ -510,14 +518,6 @@ pub struct ImportArgs {
     /// Replace --out's FILE if it exists.
     #[arg(long, requires = "out")]
     pub force: bool,
-    /// Waiting for another process's lock on --onto's keybox.
-    #[command(flatten)]
-    pub lock: LockWaitArg,
-}
-
-/// `--lock-wait` of the write replays.
-#[derive(Debug, Clone, Copy, Args)]
-pub struct LockWaitArg {
     /// While another process holds the lock of --onto's keybox, wait for
     /// it as gpg does, at most this many seconds (gpg waits for ever),
     /// then fail; 0 fails at once.
@@ -540,16 +540,9 @@ pub struct DeleteArgs {
     /// maintenance pass's.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<i64>,
-    /// Also write the keybox the replay made to FILE (a new file; see
-    /// --force).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Replace --out's FILE if it exists.
-    #[arg(long, requires = "out")]
-    pub force: bool,
-    /// Waiting for another process's lock on --onto's keybox.
+    /// What the write replays share.
     #[command(flatten)]
-    pub lock: LockWaitArg,
+    pub replay: ReplayArgs,
 }
 
 /// `--preset` of `gen`.

@@ -22,8 +22,7 @@ pub(super) fn run(a: &DeleteArgs, now: i64, tally: &IoTally) -> Result<ExitCode>
             eprintln!("kbxscope: key \"{}\" not found: No public key", k.fingerprint);
         }
     };
-    let out = a.out.as_deref().map(|p| (p, a.force));
-    on_private_copy(Some(&a.onto), out, (tally, a.lock), |store| {
+    on_private_copy(Some(&a.onto), &a.replay, tally, |store| {
         delete::from_keybox(store, tally, &fingerprints, now, emit)
     })?;
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-use super::args::{ImportArgs, LockWaitArg};
+use super::args::{ImportArgs, ReplayArgs};
 use super::output;
 use kbxscope::io::update::{wait_for_lock, PrivateCopy};
 use kbxscope::io::IoTally;
@@ -35,8 +35,7 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
             eprintln!("{}", message(k));
         }
     };
-    let out_file = a.out.as_deref().map(|p| (p, a.force));
-    let summary = on_private_copy(a.onto.as_deref(), out_file, (tally, a.lock), |store| {
+    let summary = on_private_copy(a.onto.as_deref(), &a.replay, tally, |store| {
         import::into_keybox(store, tally, &keys, judge, &mut emit)
     })?;
     if a.json {
@@ -48,13 +47,14 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
 }
 
 /// Run `replay` on a private copy of `onto`'s keybox (a new empty one
-/// without it), removed afterwards and on a signal; with `out`, the keybox
-/// the replay made is written there (through a temporary file; the bool:
-/// replace it if it exists).
+/// without it), removed afterwards and on a signal; with `--out`, the
+/// keybox the replay made is written there (through a temporary file).
+/// Another process's lock on `onto` is waited for first (`--lock-wait`),
+/// counted into `tally`.
 pub(super) fn on_private_copy<T, E>(
     onto: Option<&Path>,
-    out: Option<(&Path, bool)>,
-    (tally, lock): (&IoTally, LockWaitArg),
+    options: &ReplayArgs,
+    tally: &IoTally,
     replay: impl FnOnce(&Path) -> Result<T, E>,
 ) -> Result<T>
 where
@@ -64,7 +64,7 @@ where
     if let Some(src) = &onto {
         // As gpg would, start once another process's lock is let go: the
         // copy is then the keybox that process left.
-        let limit = std::time::Duration::from_secs(lock.lock_wait);
+        let limit = std::time::Duration::from_secs(options.lock_wait);
         wait_for_lock(src, tally, limit, |pid| {
             eprintln!("kbxscope: waiting for lock (held by {pid}) on '{}' ...", src.display());
         })?;
@@ -84,14 +84,15 @@ where
     }
     let result = replay(copy.store());
     // What the replay made, read once it is over (not a replayed call).
+    let out = options.out.as_deref();
     let made = match (&result, out) {
         (Ok(_), Some(_)) => Some(std::fs::read(copy.store()).context("cannot read the replay's keybox")),
         _ => None,
     };
     drop(copy);
     let value = result?;
-    if let (Some(made), Some((path, force))) = (made, out) {
-        output::write_file(path, &made?, force)?;
+    if let (Some(made), Some(path)) = (made, out) {
+        output::write_file(path, &made?, options.force)?;
     }
     Ok(value)
 }

@@ -138,29 +138,18 @@ impl IoTally {
         if renamed {
             self.watch.borrow_mut().changes.clear();
         }
-        let mut shared = self.shared.borrow_mut();
-        let handles = std::mem::replace(&mut shared.handles, IoStats::new(self.buffer_size.bytes() as u64));
-        let mut store_row = FileStats { path: store.to_string(), stats: handles };
-        let mut others = Vec::new();
-        for r in rows {
-            if let Some(o) = &self.observer {
-                Reporter::new(o.clone(), r.stats.buffer_size).report(&r.stats);
-            }
-            shared.total.merge(&r.stats);
-            if r.path == store {
-                store_row.stats.merge(&r.stats);
-            } else {
-                others.push(r);
-            }
-        }
-        drop(shared);
-        self.settle_files(std::iter::once(store_row).chain(others).collect());
+        // The keybox's row starts with its read handles' events (in the
+        // total already); the update's own row for it merges into it.
+        let handles =
+            std::mem::replace(&mut self.shared.borrow_mut().handles, IoStats::new(self.buffer_size.bytes() as u64));
+        self.settle_files(vec![FileStats { path: store.to_string(), stats: handles }]);
+        self.settle_written(rows);
     }
 
-    /// Counters of files beside the keybox, before any update (the looks
-    /// at another process's lock): added to the total and the files, and
-    /// reported.
-    pub(super) fn settle_beside(&self, rows: Vec<FileStats>) {
+    /// Counters of a replay's own calls on files, apart from its read
+    /// handles (an update's files, a wait for another process's lock):
+    /// reported, added to the total and to the files' rows.
+    pub(super) fn settle_written(&self, rows: Vec<FileStats>) {
         for r in &rows {
             if let Some(o) = &self.observer {
                 Reporter::new(o.clone(), r.stats.buffer_size).report(&r.stats);

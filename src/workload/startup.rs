@@ -36,7 +36,6 @@ pub(crate) enum Program {
 /// own file goes at the end.
 pub(crate) struct Started {
     writer: KeyboxWriter,
-    tally: crate::io::IoTally,
     _dir: PrivateCopy,
 }
 
@@ -48,7 +47,7 @@ impl Started {
         if now == given.path {
             given.clone()
         } else {
-            PathOpener::new(now.to_path_buf(), self.tally.clone())
+            PathOpener::new(now.to_path_buf(), given.tally.clone())
         }
     }
 
@@ -68,8 +67,7 @@ impl Started {
 /// The keybox cannot be opened, or no private directory can be made.
 pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result<Started, StoreError> {
     let dir = PrivateCopy::empty(None, "pubring.kbx").map_err(|error| StoreError::Private { error })?;
-    let tally = opener.tally.clone();
-    let mut writer = KeyboxWriter::reading(&opener.path, dir.dir(), &tally);
+    let mut writer = KeyboxWriter::reading(&opener.path, dir.dir(), &opener.tally);
     match Gnupg::new(opener.clone()).probe() {
         Ok(()) => {}
         Err(LookupError::Open(e)) => return Err(e.into()),
@@ -89,5 +87,5 @@ pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result
         }
         let _ = writer.unlock();
     }
-    Ok(Started { writer, tally, _dir: dir })
+    Ok(Started { writer, _dir: dir })
 }

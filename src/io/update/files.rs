@@ -130,8 +130,30 @@ impl Paths {
 #[derive(Debug)]
 pub(crate) struct Files {
     pub(crate) paths: Paths,
+    counters: Counters,
+}
+
+/// The counters of an update's files, one per [`Role`], apart from the
+/// paths so that a call can borrow a path while it is counted.
+#[derive(Debug)]
+struct Counters {
     stats: [IoStats; 5],
     trace: bool,
+}
+
+impl Counters {
+    /// Time and count `f`, an `op` on `role`'s file at `at`; `bytes` says
+    /// what a read returned.
+    fn call<T>(
+        &mut self,
+        role: Role,
+        op: FileOp,
+        at: Option<u64>,
+        f: impl FnOnce() -> io::Result<T>,
+        bytes: impl Fn(&T) -> Option<usize>,
+    ) -> io::Result<T> {
+        timed(&mut self.stats[role.index()], self.trace, op, at, f, bytes)
+    }
 }
 
 /// An open file of an update: its descriptor and role.
@@ -146,11 +168,11 @@ pub(crate) struct Open {
 impl Files {
     pub(crate) fn new(paths: Paths, tally: &IoTally) -> Self {
         let stats = std::array::from_fn(|_| tally.fresh_stats());
-        Self { paths, stats, trace: tracing_events() }
+        Self { paths, counters: Counters { stats, trace: tracing_events() } }
     }
 
     fn call<T>(&mut self, role: Role, op: FileOp, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-        timed(&mut self.stats[role.index()], self.trace, op, None, f, |_| None)
+        self.counters.call(role, op, None, f, |_| None)
     }
 
     /// `access(2)` on a role's path.
@@ -175,13 +197,13 @@ impl Files {
                 Err(io::Error::last_os_error())
             }
         };
-        timed(&mut self.stats[role.index()], self.trace, FileOp::Access, None, call, |_| None)
+        self.counters.call(role, FileOp::Access, None, call, |_| None)
     }
 
     /// `stat(2)` on a role's path.
     pub(crate) fn stat(&mut self, role: Role) -> io::Result<std::fs::Metadata> {
         let path = self.paths.of_role(role);
-        timed(&mut self.stats[role.index()], self.trace, FileOp::Stat, None, || std::fs::metadata(path), |_| None)
+        self.counters.call(role, FileOp::Stat, None, || std::fs::metadata(path), |_| None)
     }
 
     /// Open a role's file: read-only, or for writing with `flags`
@@ -206,9 +228,9 @@ impl Files {
             };
             o
         };
-        let (stats, trace) = (&mut self.stats[role.index()], self.trace);
+        let counters = &mut self.counters;
         let mut open =
-            |noatime: bool| timed(stats, trace, FileOp::Open, None, || options(noatime).open(path), |_| None);
+            |noatime: bool| counters.call(role, FileOp::Open, None, || options(noatime).open(path), |_| None);
         let file = match open(quiet) {
             Err(e) if quiet && e.raw_os_error() == Some(libc::EPERM) => open(false),
             r => r,
@@ -219,7 +241,7 @@ impl Files {
     /// One `read(2)` of at most `into.len()` bytes.
     pub(crate) fn read(&mut self, f: &mut Open, into: &mut [u8]) -> io::Result<usize> {
         let (file, at) = (&mut f.file, Some(f.pos));
-        let n = timed(&mut self.stats[f.role.index()], self.trace, FileOp::Read, at, || file.read(into), |n| Some(*n))?;
+        let n = self.counters.call(f.role, FileOp::Read, at, || file.read(into), |n| Some(*n))?;
         f.pos += n as u64;
         Ok(n)
     }
@@ -227,15 +249,14 @@ impl Files {
     /// One `write(2)` of all of `bytes` (counted again if the system
     /// writes less).
     pub(crate) fn write(&mut self, f: &mut Open, mut bytes: &[u8]) -> io::Result<()> {
-        let stats = &mut self.stats[f.role.index()];
         while !bytes.is_empty() {
             let (file, at) = (&mut f.file, Some(f.pos));
-            let n = timed(stats, self.trace, FileOp::Write, at, || file.write(bytes), |_| None)?;
+            let n = self.counters.call(f.role, FileOp::Write, at, || file.write(bytes), |_| None)?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             f.pos += n as u64;
-            stats.record_written(n);
+            self.counters.stats[f.role.index()].record_written(n);
             bytes = &bytes[n..];
         }
         Ok(())
@@ -245,8 +266,7 @@ impl Files {
     pub(crate) fn seek(&mut self, f: &mut Open, to: u64) -> io::Result<()> {
         use std::io::Seek;
         let file = &mut f.file;
-        let stats = &mut self.stats[f.role.index()];
-        timed(stats, self.trace, FileOp::Seek, Some(to), || file.seek(io::SeekFrom::Start(to)), |_| None)?;
+        self.counters.call(f.role, FileOp::Seek, Some(to), || file.seek(io::SeekFrom::Start(to)), |_| None)?;
         f.pos = to;
         Ok(())
     }
@@ -286,20 +306,19 @@ impl Files {
             let regular = rustix::fs::FileType::RegularFile;
             rustix::fs::mknodat(rustix::fs::CWD, a, regular, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR, 0)?;
         }
-        timed(&mut self.stats[from.index()], self.trace, FileOp::Rename, None, || std::fs::rename(a, b), |_| None)
+        self.counters.call(from, FileOp::Rename, None, || std::fs::rename(a, b), |_| None)
     }
 
     /// `unlink(2)` of a role's path.
     pub(crate) fn unlink(&mut self, role: Role) -> io::Result<()> {
         let path = self.paths.of_role(role);
-        timed(&mut self.stats[role.index()], self.trace, FileOp::Unlink, None, || std::fs::remove_file(path), |_| None)
+        self.counters.call(role, FileOp::Unlink, None, || std::fs::remove_file(path), |_| None)
     }
 
     /// `unlink(2)` of the lock's probe name (counted on the lock's own file).
     pub(crate) fn unlink_probe(&mut self) -> io::Result<()> {
         let path = &self.paths.own_probe;
-        let stats = &mut self.stats[Role::LockOwn.index()];
-        timed(stats, self.trace, FileOp::Unlink, None, || std::fs::remove_file(path), |_| None)
+        self.counters.call(Role::LockOwn, FileOp::Unlink, None, || std::fs::remove_file(path), |_| None)
     }
 
     /// `link(2)` of the lock's own file to `to` (the lock, counted on
@@ -310,19 +329,7 @@ impl Files {
             Some(r) => (r, self.paths.of_role(r)),
             None => (Role::LockOwn, self.paths.own_probe.as_path()),
         };
-        timed(
-            &mut self.stats[role.index()],
-            self.trace,
-            FileOp::Link,
-            None,
-            || std::fs::hard_link(from, target),
-            |_| None,
-        )
-    }
-
-    /// A wait of `took` for another process's hold on a role's file.
-    pub(crate) fn record_lock_wait(&mut self, role: Role, took: std::time::Duration) {
-        self.stats[role.index()].record_lock_wait(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        self.counters.call(role, FileOp::Link, None, || std::fs::hard_link(from, target), |_| None)
     }
 
     /// The counters per file, named by their paths; files nothing was
@@ -330,8 +337,8 @@ impl Files {
     pub(crate) fn into_rows(self) -> Vec<FileStats> {
         Role::ALL
             .iter()
-            .zip(self.stats)
-            .filter(|(_, s)| s.total_events() > 0 || s.lock_waits.count > 0)
+            .zip(self.counters.stats)
+            .filter(|(_, s)| s.total_events() > 0)
             .map(|(r, stats)| FileStats { path: self.paths.of_role(*r).display().to_string(), stats })
             .collect()
     }

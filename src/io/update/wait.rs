@@ -14,8 +14,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::files::{Files, Paths, Role};
 use super::UpdateError;
+use crate::events::FileStats;
 use crate::io::IoTally;
 
 /// Why the replay did not start: the lock stayed held.
@@ -48,8 +48,8 @@ const BACKOFF_MS: [u64; 8] = [50, 100, 200, 400, 800, 2000, 4000, 8000];
 
 /// Wait while another live process holds the lock of the keybox at
 /// `store`, at most `limit`; `waiting` is told the holder's pid once, when
-/// the wait begins. The looks and the wait are counted into `tally` on the
-/// lock file. Returns whether there was a wait.
+/// the wait begins. A wait is counted into `tally` on the lock file (the
+/// looks are not: see the module docs). Returns whether there was a wait.
 ///
 /// # Errors
 /// The lock is still held after `limit`, or its file cannot be read.
@@ -59,8 +59,9 @@ pub fn wait_for_lock(
     limit: Duration,
     mut waiting: impl FnMut(u32),
 ) -> Result<bool, WaitError> {
-    let mut files = Files::new(Paths::of(store, ""), tally);
-    let lock = files.paths.lock.clone();
+    let mut lock = store.as_os_str().to_os_string();
+    lock.push(".lock");
+    let lock = PathBuf::from(lock);
     let mut started: Option<Instant> = None;
     let mut step = 0;
     let result = loop {
@@ -82,8 +83,9 @@ pub fn wait_for_lock(
         step += 1;
     };
     if let Some(since) = started {
-        files.record_lock_wait(Role::Lock, since.elapsed());
-        tally.settle_beside(files.into_rows());
+        let mut stats = tally.fresh_stats();
+        stats.record_lock_wait(u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        tally.settle_written(vec![FileStats { path: lock.display().to_string(), stats }]);
     }
     result.map(|()| started.is_some())
 }
