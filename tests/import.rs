@@ -11,7 +11,7 @@ use std::process::Command;
 use crate::common::{io_summary, run, stderr, stdout};
 
 /// Keys of the Debian subset exported by gpg into `out` (the first `n`).
-fn export_subset(dir: &Path, n: usize) -> std::path::PathBuf {
+pub(crate) fn export_subset(dir: &Path, n: usize) -> std::path::PathBuf {
     let home = dir.join("src");
     std::fs::create_dir(&home).unwrap();
     std::fs::copy(crate::common::fixture("real/debian-subset.kbx"), home.join("pubring.kbx")).unwrap();

@@ -275,7 +275,7 @@ fn database_events_equal_strace() {
 }
 
 /// sha256, size and modification time of every file in `dir`.
-fn snapshot(dir: &Path) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &Path) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
     let mut out: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {

@@ -18,6 +18,7 @@ mod gnupg_live;
 mod gpg_live;
 mod import;
 mod keyboxd;
+mod keyboxd_import;
 mod one_line_errors;
 mod openpgp_wild;
 mod real_keyrings;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         gnupg_live::TESTS,
         gpg_live::TESTS,
         import::TESTS,
+        keyboxd_import::TESTS,
         keyboxd::TESTS,
         one_line_errors::TESTS,
         openpgp_wild::TESTS,

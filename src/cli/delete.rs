@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 
 use super::args::DeleteArgs;
-use super::import::on_private_copy;
+use super::import::{on_private_copy, Onto};
 use kbxscope::io::IoTally;
 use kbxscope::workload::delete::{self, KeyDeleted};
 
@@ -22,9 +22,8 @@ pub(super) fn run(a: &DeleteArgs, now: i64, tally: &IoTally) -> Result<ExitCode>
             eprintln!("kbxscope: key \"{}\" not found: No public key", k.fingerprint);
         }
     };
-    on_private_copy(Some(&a.onto), &a.replay, tally, |store| {
-        delete::from_keybox(store, tally, &fingerprints, now, emit)
-    })?;
+    let onto = Onto::resolve(Some(&a.onto), false)?;
+    on_private_copy(&onto, &a.replay, tally, |store| delete::from_keybox(store, tally, &fingerprints, now, emit))?;
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -8,12 +8,14 @@ use anyhow::{bail, Context, Result};
 
 use super::args::{ImportArgs, ReplayArgs};
 use super::output;
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::update::{wait_for_lock, PrivateCopy};
 use kbxscope::io::IoTally;
 use kbxscope::openpgp::incoming::{self, IncomingKey};
 use kbxscope::openpgp::Judge;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::workload::import::{self, ImportSummary, KeyImported, KeyOutcome};
+use kbxscope::workload::keyboxd_import;
 
 /// The largest file `import` reads (GnuPG has no such limit, but each of
 /// its keys is at most 5 MiB; this only keeps a mistaken path from
@@ -35,8 +37,13 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
             eprintln!("{}", message(k));
         }
     };
-    let summary = on_private_copy(a.onto.as_deref(), &a.replay, tally, |store| {
-        import::into_keybox(store, tally, &keys, judge, &mut emit)
+    let onto = Onto::resolve(a.onto.as_deref(), true)?;
+    if matches!(onto, Onto::Keyboxd(_)) && judge.version == GnupgVersion::V2_2 {
+        bail!("keyboxd came with GnuPG 2.3: --gnupg-version 2.2 imports into keyboxes only");
+    }
+    let summary = on_private_copy(&onto, &a.replay, tally, |store| match onto {
+        Onto::Keybox(_) => import::into_keybox(store, tally, &keys, judge, &mut emit),
+        Onto::Keyboxd(_) => keyboxd_import::into_keyboxd(store, tally, &keys, judge, &mut emit),
     })?;
     if a.json {
         writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
@@ -46,13 +53,44 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `replay` on a private copy of `onto`'s keybox (a new empty one
+/// The store a write replay starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Onto {
+    /// A copy of this keybox, or a new empty one.
+    Keybox(Option<PathBuf>),
+    /// A copy of this keyboxd database, or a new empty one.
+    Keyboxd(Option<PathBuf>),
+}
+
+impl Onto {
+    /// What `--onto` names: nothing (a new keybox), `keyboxd` (a new
+    /// database), or a store found as every command finds it
+    /// ([`Store::open`], read-only, its events in a tally of its own: they
+    /// are not the replay's). keyboxd's databases only where `keyboxd`
+    /// says the replay has them.
+    pub(super) fn resolve(p: Option<&Path>, keyboxd: bool) -> Result<Self> {
+        let Some(p) = p else { return Ok(Onto::Keybox(None)) };
+        let refuse = |what: &str| -> Result<Self> { bail!("{what} is keyboxd's; delete replays only keyboxes so far") };
+        if p == Path::new("keyboxd") {
+            return if keyboxd { Ok(Onto::Keyboxd(None)) } else { refuse("--onto keyboxd") };
+        }
+        let store = Store::open(p, &IoTally::with_observer(Default::default(), None))?;
+        match store.kind() {
+            StoreKind::Keyboxd if keyboxd => Ok(Onto::Keyboxd(Some(store.path().to_path_buf()))),
+            StoreKind::Keyboxd => refuse(&format!("'{}'", store.path().display())),
+            _ => Ok(Onto::Keybox(Some(store.path().to_path_buf()))),
+        }
+    }
+}
+
+/// Run `replay` on a private copy of `onto`'s store (a new empty one
 /// without it), removed afterwards and on a signal; with `--out`, the
-/// keybox the replay made is written there (through a temporary file).
-/// Another process's lock on `onto` is waited for first (`--lock-wait`),
-/// counted into `tally`.
+/// store the replay made is written there (through a temporary file).
+/// Another process's lock on a keybox is waited for first
+/// (`--lock-wait`), counted into `tally`. (keyboxd holds its database's
+/// lock for as long as it runs: a database is copied as it is.)
 pub(super) fn on_private_copy<T, E>(
-    onto: Option<&Path>,
+    onto: &Onto,
     options: &ReplayArgs,
     tally: &IoTally,
     replay: impl FnOnce(&Path) -> Result<T, E>,
@@ -60,8 +98,7 @@ pub(super) fn on_private_copy<T, E>(
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    let onto = onto.map(onto_keybox).transpose()?;
-    if let Some(src) = &onto {
+    if let Onto::Keybox(Some(src)) = onto {
         // As gpg would, start once another process's lock is let go: the
         // copy is then the keybox that process left.
         let limit = std::time::Duration::from_secs(options.lock_wait);
@@ -69,24 +106,30 @@ where
             eprintln!("kbxscope: waiting for lock (held by {pid}) on '{}' ...", src.display());
         })?;
     }
+    let source = match onto {
+        Onto::Keybox(s) | Onto::Keyboxd(s) => s.as_deref(),
+    };
     // Removed when dropped, and by the signal watcher.
-    let copy = match &onto {
-        Some(src) => PrivateCopy::of(src, None),
-        None => PrivateCopy::empty(None, "pubring.kbx"),
+    let copy = match (onto, source) {
+        (_, Some(src)) => PrivateCopy::of(src, None),
+        (Onto::Keybox(_), None) => PrivateCopy::empty(None, "pubring.kbx"),
+        (Onto::Keyboxd(_), None) => PrivateCopy::empty(None, "pubring.db"),
     }
-    .with_context(|| match &onto {
+    .with_context(|| match source {
         Some(src) => format!("cannot make a private copy of '{}'", src.display()),
         None => "cannot make a private directory for the replay".to_string(),
     })?;
-    if let Some(src) = onto.as_deref().filter(|_| !is_keybox(copy.store())) {
-        drop(copy);
-        bail!("'{}' is not a keybox (no KBXf header blob)", src.display());
+    if let Onto::Keybox(Some(src)) = onto {
+        if !is_keybox(copy.store()) {
+            drop(copy);
+            bail!("'{}' is not a keybox (no KBXf header blob)", src.display());
+        }
     }
     let result = replay(copy.store());
     // What the replay made, read once it is over (not a replayed call).
     let out = options.out.as_deref();
     let made = match (&result, out) {
-        (Ok(_), Some(_)) => Some(std::fs::read(copy.store()).context("cannot read the replay's keybox")),
+        (Ok(_), Some(_)) => Some(std::fs::read(copy.store()).context("cannot read the store the replay made")),
         _ => None,
     };
     drop(copy);
@@ -111,17 +154,6 @@ pub(super) fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
     let keys =
         incoming::keyblocks(&plain).with_context(|| format!("'{}' is not a file of OpenPGP keys", f.display()))?;
     Ok(keys)
-}
-
-/// The keybox `--onto` names: a keybox, or a home's store, found as every
-/// command finds it ([`Store::open`], read-only, its events in a tally of
-/// its own: they are not the replay's). keyboxd's database is refused.
-fn onto_keybox(p: &Path) -> Result<PathBuf> {
-    let store = Store::open(p, &IoTally::with_observer(Default::default(), None))?;
-    if store.kind() == StoreKind::Keyboxd {
-        bail!("'{}' is keyboxd's database; import and delete replay only keyboxes so far", store.path().display());
-    }
-    Ok(store.path().to_path_buf())
 }
 
 /// The private copy of a keybox starts with its header blob (`KBXf`).

@@ -24,10 +24,12 @@
 //!   caller writes the bytes).
 
 mod image;
+mod keygrip;
 mod listing;
 mod rows;
 mod schema;
 pub(crate) mod server;
+pub(crate) mod store;
 pub mod write;
 
 pub(crate) use image::{Filter, KeyboxImage};

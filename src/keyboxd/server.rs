@@ -202,7 +202,17 @@ impl<'db> Server<'db> {
             let mut stmt = db.prepare_pending(sql)?;
             while stmt.step()? {}
         }
-        Ok(Self { db, client, sessions: RefCell::default(), problems: RefCell::default() })
+        Ok(Self::started(db, client))
+    }
+
+    /// keyboxd serving `client` from `db`, its start already run.
+    pub(super) fn started(db: &'db Database, client: Client) -> Self {
+        Self { db, client, sessions: RefCell::default(), problems: RefCell::default() }
+    }
+
+    /// The database keyboxd serves.
+    pub(crate) fn database(&self) -> &'db Database {
+        self.db
     }
 
     /// A new client connection.

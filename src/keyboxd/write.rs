@@ -9,9 +9,8 @@
 //! * `fingerprint`: one row per key packet (`subkey` 0 for the primary
 //!   key, then 1, 2, … in keyblock order) with its fingerprint and key id
 //!   (a v4 fingerprint's last 8 bytes, a v5 one's first 8; a certificate's
-//!   SHA-1 fingerprint's last 8). The `keygrip` is 20 zero bytes: it is
-//!   libgcrypt's hash of the public key's parameters, which kbxscope does
-//!   not compute; only keyboxd's KEYGRIP search (gpg-agent's) reads it.
+//!   SHA-1 fingerprint's last 8), and its `keygrip` (`keygrip.rs`:
+//!   libgcrypt's for RSA, DSA and Elgamal keys, a stand-in otherwise).
 //! * `userid`: an OpenPGP key's user ids (`uidno` 1, 2, … in keyblock
 //!   order, `addrspec` the lower-cased mail address or NULL); a
 //!   certificate's subject (`uidno` 1), then, when the subject holds an
@@ -28,6 +27,9 @@
 
 use rusqlite::{params, Connection};
 
+use sha1::Digest;
+
+use super::keygrip::keygrip;
 use super::server::STARTUP;
 use crate::kbx::create::email_kludge;
 use crate::kbx::dump::hex_upper;
@@ -56,7 +58,7 @@ pub struct Written {
 /// The mail address GnuPG takes from an OpenPGP user id (lower-cased):
 /// the part in angle brackets, or the whole user id when it is a bare
 /// address; `None` when there is none.
-fn addrspec(uid: &[u8]) -> Option<String> {
+pub(super) fn addrspec(uid: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(uid);
     let inner = match (text.rfind('<'), text.rfind('>')) {
         (Some(l), Some(r)) if l < r => &text[l + 1..r],
@@ -68,10 +70,80 @@ fn addrspec(uid: &[u8]) -> Option<String> {
         .then(|| inner.to_ascii_lowercase())
 }
 
-/// A `fingerprint` row's fingerprint and key id.
-type KeyRow = (Vec<u8>, Vec<u8>);
+/// A `fingerprint` row's fingerprint, key id and keygrip.
+pub(crate) type KeyRow = (Vec<u8>, Vec<u8>, [u8; 20]);
 /// A `userid` row's uid, addrspec and uidno.
-type UidRow = (Vec<u8>, Option<String>, i64);
+pub(crate) type UidRow = (Vec<u8>, Option<String>, i64);
+
+/// The rows keyboxd stores for one key or certificate.
+pub(crate) struct Rows {
+    /// `pubkey.type`: 1 OpenPGP, 2 X.509.
+    pub(crate) kind: i64,
+    /// The first 20 bytes of the primary fingerprint.
+    pub(crate) ubid: Vec<u8>,
+    /// `fingerprint` rows, the primary key first (`subkey` 0, 1, …).
+    pub(crate) keys: Vec<KeyRow>,
+    /// `userid` rows.
+    pub(crate) uids: Vec<UidRow>,
+    /// A certificate's `issuer` row: serial (upper-case hex) and issuer.
+    pub(crate) issuer: Option<(String, Vec<u8>)>,
+}
+
+/// The rows keyboxd stores for the key or certificate of `blob`, or why
+/// it stores none.
+pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, String> {
+    let data = blob.data();
+    let (kind, keys, uids, issuer): (i64, Vec<KeyRow>, Vec<UidRow>, _) = match blob.blob_type {
+        BlobType::OpenPgp => {
+            let Ok(packets) = split_packets(data) else {
+                return Err("its keyblock does not frame".into());
+            };
+            let mut keys = Vec::new();
+            let mut uids = Vec::new();
+            for p in &packets {
+                match p.tag {
+                    tag::PUBLIC_KEY | tag::PUBLIC_SUBKEY => match key_packet(p.body) {
+                        Ok(k) => {
+                            let grip = keygrip(k.algo, &p.body[k.material_start.min(p.body.len())..]);
+                            keys.push((k.fingerprint, k.key_id.to_vec(), grip));
+                        }
+                        Err(e) => return Err(format!("key packet {}: {e}", keys.len())),
+                    },
+                    tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
+                    _ => {}
+                }
+            }
+            (1, keys, uids, None)
+        }
+        BlobType::X509 => {
+            let fpr = blob.key(0).fingerprint.to_vec();
+            let kid = fpr[fpr.len().saturating_sub(8)..].to_vec();
+            let subject = blob.x509_subject().unwrap_or_default().to_vec();
+            // keyboxd's rows: the subject, the mail GnuPG's "email
+            // kludge" finds in it (the subject again as uid), then the
+            // subjectAltNames other than that mail, numbered on.
+            let kludge = email_kludge(&String::from_utf8_lossy(&subject));
+            let mut uids = vec![(subject.clone(), addrspec(&subject), 1)];
+            if let Some(mail) = &kludge {
+                uids.push((subject.clone(), Some(String::from_utf8_lossy(mail).into_owned()), 2));
+            }
+            for u in blob.uids().skip(2 + usize::from(kludge.is_some())) {
+                if kludge.as_deref() != Some(u.name) {
+                    uids.push((u.name.to_vec(), addrspec(u.name), uids.len() as i64 + 1));
+                }
+            }
+            let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
+            // Stand-in keygrip (see `keygrip`): the certificate's key is
+            // not decoded here.
+            let grip = sha1::Sha1::digest(data).into();
+            (2, vec![(fpr, kid, grip)], uids, Some(issuer))
+        }
+        _ => return Err("neither OpenPGP nor X.509".into()),
+    };
+    let Some((primary, _, _)) = keys.first() else { return Err("its keyblock holds no key".into()) };
+    let ubid = primary[..primary.len().min(20)].to_vec();
+    Ok(Rows { kind, ubid, keys, uids, issuer })
+}
 
 struct Builder {
     conn: Connection,
@@ -100,50 +172,12 @@ impl Builder {
 
     /// Store one key blob; `Ok(false)` when its `ubid` is stored already.
     fn add(&self, blob: &KeyBlob<'_>) -> Result<Added, BuildError> {
-        let data = blob.data();
-        let (kind, keys, uids, issuer): (i64, Vec<KeyRow>, Vec<UidRow>, _) = match blob.blob_type {
-            BlobType::OpenPgp => {
-                let Ok(packets) = split_packets(data) else {
-                    return Ok(Added::Skipped("its keyblock does not frame".into()));
-                };
-                let mut keys = Vec::new();
-                let mut uids = Vec::new();
-                for p in &packets {
-                    match p.tag {
-                        tag::PUBLIC_KEY | tag::PUBLIC_SUBKEY => match key_packet(p.body) {
-                            Ok(k) => keys.push((k.fingerprint, k.key_id.to_vec())),
-                            Err(e) => return Ok(Added::Skipped(format!("key packet {}: {e}", keys.len()))),
-                        },
-                        tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
-                        _ => {}
-                    }
-                }
-                (1, keys, uids, None)
-            }
-            BlobType::X509 => {
-                let fpr = blob.key(0).fingerprint.to_vec();
-                let kid = fpr[fpr.len().saturating_sub(8)..].to_vec();
-                let subject = blob.x509_subject().unwrap_or_default().to_vec();
-                // keyboxd's rows: the subject, the mail GnuPG's "email
-                // kludge" finds in it (the subject again as uid), then the
-                // subjectAltNames other than that mail, numbered on.
-                let kludge = email_kludge(&String::from_utf8_lossy(&subject));
-                let mut uids = vec![(subject.clone(), addrspec(&subject), 1)];
-                if let Some(mail) = &kludge {
-                    uids.push((subject.clone(), Some(String::from_utf8_lossy(mail).into_owned()), 2));
-                }
-                for u in blob.uids().skip(2 + usize::from(kludge.is_some())) {
-                    if kludge.as_deref() != Some(u.name) {
-                        uids.push((u.name.to_vec(), addrspec(u.name), uids.len() as i64 + 1));
-                    }
-                }
-                let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
-                (2, vec![(fpr, kid)], uids, Some(issuer))
-            }
-            _ => return Ok(Added::Skipped("neither OpenPGP nor X.509".into())),
+        let rows = match rows_of(blob) {
+            Ok(r) => r,
+            Err(why) => return Ok(Added::Skipped(why)),
         };
-        let Some((primary, _)) = keys.first() else { return Ok(Added::Skipped("its keyblock holds no key".into())) };
-        let ubid = &primary[..primary.len().min(20)];
+        let Rows { kind, ubid, keys, uids, issuer } = rows;
+        let (ubid, data) = (&ubid[..], blob.data());
         let stored = self.conn.execute(
             "INSERT OR IGNORE INTO pubkey(ubid,type,ephemeral,revoked,keyblob) VALUES(?1,?2,?3,0,?4)",
             params![ubid, kind, i64::from(blob.is_ephemeral()), data],
@@ -151,10 +185,10 @@ impl Builder {
         if stored == 0 {
             return Ok(Added::SameUbid);
         }
-        for (i, (fpr, kid)) in keys.iter().enumerate() {
+        for (i, (fpr, kid, grip)) in keys.iter().enumerate() {
             self.conn.execute(
                 "INSERT OR IGNORE INTO fingerprint(fpr,kid,keygrip,subkey,ubid) VALUES(?1,?2,?3,?4,?5)",
-                params![fpr, kid, [0u8; 20], i as i64, ubid],
+                params![fpr, kid, grip, i as i64, ubid],
             )?;
         }
         for (uid, addr, uidno) in uids {

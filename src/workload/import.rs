@@ -56,6 +56,23 @@ pub struct ImportSummary {
     pub no_user_id: u64,
 }
 
+impl ImportSummary {
+    /// Count one key read and what became of it.
+    pub fn count(&mut self, outcome: &KeyOutcome) {
+        self.processed += 1;
+        match *outcome {
+            KeyOutcome::Imported => self.imported += 1,
+            KeyOutcome::Unchanged => self.unchanged += 1,
+            KeyOutcome::Merged { user_ids, subkeys, signatures } => {
+                self.new_user_ids += user_ids;
+                self.new_subkeys += subkeys;
+                self.new_signatures += signatures;
+            }
+            KeyOutcome::NoUserId => self.no_user_id += 1,
+        }
+    }
+}
+
 /// What happened to one key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "outcome")]
@@ -98,6 +115,9 @@ pub enum ImportError {
     /// A search failed.
     #[error(transparent)]
     Lookup(#[from] LookupError),
+    /// keyboxd's database failed.
+    #[error(transparent)]
+    Keyboxd(crate::io::sqlite::DbError),
     /// A key could not be stored.
     #[error("key {key_id}: {why}")]
     Key {
@@ -126,18 +146,8 @@ pub fn into_keybox(
     replay(store, tally, now, |w, g, header| {
         let mut summary = ImportSummary::default();
         for key in keys {
-            summary.processed += 1;
             let (outcome, uid) = one_key(w, g, key, now, header)?;
-            match outcome {
-                KeyOutcome::Imported => summary.imported += 1,
-                KeyOutcome::Unchanged => summary.unchanged += 1,
-                KeyOutcome::Merged { user_ids, subkeys, signatures } => {
-                    summary.new_user_ids += user_ids;
-                    summary.new_subkeys += subkeys;
-                    summary.new_signatures += signatures;
-                }
-                KeyOutcome::NoUserId => summary.no_user_id += 1,
-            }
+            summary.count(&outcome);
             let user_id = uid.as_deref().or_else(|| key.first_user_id()).map(String::from_utf8_lossy);
             let user_id = user_id.map(|u| u.into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
@@ -203,14 +213,14 @@ fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, now: u32, header: 
 }
 
 /// The keyblock a key blob holds, as a key to merge into.
-fn keyblock_of(image: &[u8]) -> Option<IncomingKey> {
+pub(super) fn keyblock_of(image: &[u8]) -> Option<IncomingKey> {
     let Ok(Blob::Key(blob)) = parse_blob(image) else { return None };
     incoming::keyblocks(blob.data()).ok()?.pop()
 }
 
 /// The blob gpg stores for `key`: its packets in gpg's framing, the
 /// self-signatures marked valid, made at `now`.
-fn blob_of(key: &IncomingKey, now: u32) -> Result<Vec<u8>, ImportError> {
+pub(super) fn blob_of(key: &IncomingKey, now: u32) -> Result<Vec<u8>, ImportError> {
     let packets = key.packets();
     let own = key.key_id;
     let framed = gnupg_keyblock(&packets, |i| {

@@ -14,6 +14,7 @@ pub mod dump;
 pub mod find;
 pub mod import;
 pub mod keyboxd;
+pub mod keyboxd_import;
 pub mod list;
 mod places;
 mod scan;

@@ -31,7 +31,7 @@ use syscalls::{Armed, Sink};
 
 use super::event::tracing_events;
 use super::tally::IoTally;
-use crate::events::{FileStats, Reporter};
+use crate::events::FileStats;
 
 /// What went wrong with a database.
 #[derive(Debug, thiserror::Error)]
@@ -119,9 +119,24 @@ impl Database {
     /// # Errors
     /// [`DbError`]: SQLite's, or another database already open on this thread.
     pub fn open(path: &Path, tally: &IoTally) -> Result<Self, DbError> {
+        Self::open_as(path, tally, false)
+    }
+
+    /// Open (or create) `path` for writing, as keyboxd does
+    /// (`SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE`): for a private copy
+    /// kbxscope writes, never a user's store. Every call SQLite makes is
+    /// counted, its writes, `fsync`s, journal removals included.
+    ///
+    /// # Errors
+    /// [`DbError`]: SQLite's, or another database already open on this thread.
+    pub fn open_private(path: &Path, tally: &IoTally) -> Result<Self, DbError> {
+        Self::open_as(path, tally, true)
+    }
+
+    fn open_as(path: &Path, tally: &IoTally, writes: bool) -> Result<Self, DbError> {
         syscalls::install()?;
         let template = tally.fresh_stats();
-        let armed = Armed::arm(Sink::new(template, tracing_events()))
+        let armed = Armed::arm(Sink::new(template, tracing_events(), writes))
             .ok_or_else(|| DbError::Busy { path: path.to_path_buf() })?;
         let mut db = Database {
             conn: None,
@@ -130,9 +145,14 @@ impl Database {
             tally: tally.clone(),
             _not_send: PhantomData,
         };
-        let flags =
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_EXRESCODE;
-        match Connection::open_with_flags(path, flags) {
+        let common = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_EXRESCODE;
+        let opened = if writes {
+            let flags = common | OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+            Connection::open_with_flags_and_vfs(path, flags, syscalls::VFS_NAME)
+        } else {
+            Connection::open_with_flags(path, common | OpenFlags::SQLITE_OPEN_READ_ONLY)
+        };
+        match opened {
             Ok(c) => db.conn = Some(c),
             Err(e) => return Err(db.error(e)),
         }
@@ -229,13 +249,9 @@ impl Database {
         let sink = armed.disarm();
         let files: Vec<FileStats> =
             sink.files.into_iter().map(|(n, stats)| FileStats { path: n.to_string(), stats }).collect();
-        let mut total = self.tally.fresh_stats();
-        for f in &files {
-            total.merge(&f.stats);
-        }
-        let reporter = self.tally.observer.clone().map(|o| Reporter::new(o, total.buffer_size));
-        self.tally.settle(&total, reporter);
-        self.tally.settle_files(files);
+        // SQLite's calls are rows of their own, per file (never a keybox
+        // read handle's).
+        self.tally.settle_written(files);
     }
 }
 

@@ -94,6 +94,26 @@ impl Pending<'_> {
         self.check(rc)
     }
 
+    /// Bind an integer to parameter `i` (1-based).
+    ///
+    /// # Errors
+    /// SQLite's error (no such parameter).
+    pub(crate) fn bind_int(&mut self, i: c_int, value: i64) -> Result<(), DbError> {
+        // SAFETY: stmt is a live statement of this connection.
+        let rc = unsafe { ffi::sqlite3_bind_int64(self.stmt, i, value) };
+        self.check(rc)
+    }
+
+    /// Bind NULL to parameter `i` (1-based).
+    ///
+    /// # Errors
+    /// SQLite's error (no such parameter).
+    pub(crate) fn bind_null(&mut self, i: c_int) -> Result<(), DbError> {
+        // SAFETY: stmt is a live statement of this connection.
+        let rc = unsafe { ffi::sqlite3_bind_null(self.stmt, i) };
+        self.check(rc)
+    }
+
     fn check(&self, rc: c_int) -> Result<(), DbError> {
         if rc == ffi::SQLITE_OK {
             Ok(())

@@ -187,6 +187,21 @@ impl KeyboxWriter {
         Ok(())
     }
 
+    /// keyboxd's exit: the lock's files removed as they are, unread
+    /// (keyboxd holds its database's lock for its whole life).
+    ///
+    /// # Errors
+    /// A file cannot be removed.
+    pub fn exit(&mut self) -> Result<(), UpdateError> {
+        if std::mem::take(&mut self.locked) {
+            self.files.unlink(Role::Lock).map_err(self.err("remove", Role::Lock))?;
+        }
+        if std::mem::take(&mut self.own_made) {
+            self.files.unlink(Role::LockOwn).map_err(self.err("remove", Role::LockOwn))?;
+        }
+        Ok(())
+    }
+
     /// Create the keybox with `header` (GnuPG's `keydb_add_resource` on a
     /// keybox that does not exist: made empty, then written).
     ///

@@ -31,7 +31,7 @@ use rusqlite::ffi;
 
 use crate::events::FileOp;
 use originals::*;
-use sink::{armed, counted, set_errno, Outcome, Target};
+use sink::{counted, set_errno, write_rule, Outcome, Target, WriteRule};
 pub(super) use sink::{Armed, Sink};
 use writes::{
     hook_fallocate, hook_fchmod, hook_fchown, hook_ftruncate, hook_mkdir, hook_pwrite, hook_rmdir, hook_unlink,
@@ -40,7 +40,10 @@ use writes::{
 
 mod originals;
 mod sink;
+mod sync;
 mod writes;
+
+pub(super) use sync::VFS_NAME;
 
 /// Whether the hooks are installed (once per process).
 static INSTALLED: OnceLock<Result<(), HookError>> = OnceLock::new();
@@ -48,7 +51,7 @@ static INSTALLED: OnceLock<Result<(), HookError>> = OnceLock::new();
 const WRITE_FLAGS: c_int = libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND;
 
 unsafe extern "C" fn hook_open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    if flags & WRITE_FLAGS != 0 && armed() {
+    if flags & WRITE_FLAGS != 0 && write_rule() == WriteRule::Refuse {
         return refuse("open for writing", Target::Path(path));
     }
     // SAFETY (all hooks): SQLite calls each entry with the arguments of the
@@ -58,7 +61,7 @@ unsafe extern "C" fn hook_open(path: *const c_char, flags: c_int, mode: mode_t) 
         Target::Opened(path),
         None,
         || unsafe { (originals().open)(path, flags, mode) },
-        |r| Outcome { failed: r < 0, bytes: None, fd: Some(r) },
+        |r| Outcome { failed: r < 0, bytes: None, written: None, fd: Some(r) },
     )
 }
 
@@ -114,7 +117,7 @@ unsafe extern "C" fn hook_fcntl(fd: c_int, cmd: c_int, arg: *mut c_void) -> c_in
 }
 
 fn read_result(r: ssize_t) -> Outcome {
-    Outcome { failed: r < 0, bytes: u64::try_from(r).ok(), fd: None }
+    Outcome { failed: r < 0, bytes: u64::try_from(r).ok(), written: None, fd: None }
 }
 
 unsafe extern "C" fn hook_read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
@@ -154,7 +157,7 @@ unsafe extern "C" fn hook_mmap(
     fd: c_int,
     at: off_t,
 ) -> *mut c_void {
-    if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 && armed() {
+    if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 && write_rule() == WriteRule::Refuse {
         refuse("map for writing", Target::Fd(fd));
         return libc::MAP_FAILED;
     }
@@ -175,7 +178,7 @@ unsafe extern "C" fn hook_mmap(
 /// The default VFS has no system-call table (not the unix VFS), or an
 /// entry is missing.
 pub(super) fn install() -> Result<(), HookError> {
-    INSTALLED.get_or_init(install_now).clone()
+    INSTALLED.get_or_init(|| install_now().and_then(|()| sync::register())).clone()
 }
 
 type Syscall = unsafe extern "C" fn();

@@ -5,8 +5,10 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::rc::Rc;
+use std::time::Duration;
 
 use crate::events::{FileOp, IoStats};
+use crate::io::event::Stopwatch;
 
 /// Where the calling thread's events go while a database is open on it.
 #[derive(Debug, Default)]
@@ -18,21 +20,59 @@ pub(in crate::io::sqlite) struct Sink {
     /// A fresh `IoStats` for a new file (histograms or not, buffer size).
     template: IoStats,
     /// Whether event spans are wanted.
-    trace: bool,
+    pub(super) trace: bool,
     /// The first call refused because it would have written: what and on what.
     pub(in crate::io::sqlite) refused: Option<String>,
+    /// Whether calls that write are counted and made (a private copy
+    /// kbxscope writes) rather than refused.
+    pub(in crate::io::sqlite) writes: bool,
+    /// While SQLite syncs a file: the directory it opens to sync too.
+    pub(super) syncing: Option<SyncWatch>,
+}
+
+/// What one `xSync` did beside the file's own `fsync`: SQLite opens the
+/// directory of a journal it has just made, syncs it and closes it.
+#[derive(Default)]
+pub(super) struct SyncWatch {
+    /// The directory opened to be synced, until it is closed.
+    pub(super) dir: Option<DirSync>,
+    /// The directory's sync: its name and its time (from its open's end to
+    /// its close's start).
+    pub(super) dir_synced: Option<(Rc<str>, Duration)>,
+    /// The time of the directory's open and close.
+    pub(super) around: Duration,
+}
+
+/// A directory SQLite opened while syncing: its descriptor and name, a
+/// watch started when its open returned, and the span of its sync (while
+/// traced).
+pub(super) struct DirSync {
+    fd: c_int,
+    name: Rc<str>,
+    watch: Option<Stopwatch>,
+    span: Option<tracing::span::EnteredSpan>,
+}
+
+impl std::fmt::Debug for SyncWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncWatch").field("dir_synced", &self.dir_synced).finish_non_exhaustive()
+    }
 }
 
 impl Sink {
-    pub(in crate::io::sqlite) fn new(template: IoStats, trace: bool) -> Self {
-        Self { template, trace, ..Self::default() }
+    pub(in crate::io::sqlite) fn new(template: IoStats, trace: bool, writes: bool) -> Self {
+        Self { template, trace, writes, ..Self::default() }
+    }
+
+    pub(super) fn template_buffer_size(&self) -> u64 {
+        self.template.buffer_size
     }
 
     pub(super) fn name_of_fd(&self, fd: c_int) -> Option<Rc<str>> {
         self.fds.iter().rev().find(|(f, _)| *f == fd).map(|(_, n)| n.clone())
     }
 
-    fn stats_of(&mut self, name: &Rc<str>) -> &mut IoStats {
+    pub(super) fn stats_of(&mut self, name: &Rc<str>) -> &mut IoStats {
         let i = match self.files.iter().position(|(n, _)| n == name) {
             Some(i) => i,
             None => {
@@ -92,13 +132,15 @@ pub(super) struct Outcome {
     pub(super) failed: bool,
     /// For reads, the bytes returned.
     pub(super) bytes: Option<u64>,
+    /// For writes, the bytes written.
+    pub(super) written: Option<u64>,
     /// For opens, the new descriptor.
     pub(super) fd: Option<c_int>,
 }
 
 impl Outcome {
     pub(super) fn ok_if(ok: bool) -> Self {
-        Self { failed: !ok, bytes: None, fd: None }
+        Self { failed: !ok, bytes: None, written: None, fd: None }
     }
 }
 
@@ -135,13 +177,16 @@ pub(super) fn counted<T: Copy>(
     let Ok(Some((trace, buffer_size))) = armed else {
         return call();
     };
+    if let (FileOp::Close, Target::Fd(fd), true) = (op, target, trace) {
+        end_dir_sync_span(fd);
+    }
     let span = trace.then(|| crate::io::event::event_span(op, buffer_size, offset));
     let entered = span.as_ref().map(tracing::Span::enter);
     let watch = crate::io::event::Stopwatch::start();
     let r = call();
     let took = watch.map_or(std::time::Duration::ZERO, |w| w.elapsed());
     let saved = errno();
-    let Outcome { failed, bytes, fd: opened } = result(r);
+    let Outcome { failed, bytes, written, fd: opened } = result(r);
     let _ = SINK.try_with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else { return };
         let Some(sink) = s.as_mut() else { return };
@@ -152,10 +197,30 @@ pub(super) fn counted<T: Copy>(
                 let name = path_name(p);
                 if let (Some(fd), false) = (opened, failed) {
                     sink.fds.push((fd, name.clone()));
+                    if let Some(w) = sink.syncing.as_mut() {
+                        // SQLite syncs the directory it opens while syncing.
+                        let span = trace.then(|| {
+                            let s = crate::io::event::event_span(FileOp::Sync, buffer_size, None);
+                            s.record("file", tracing::field::display(name.as_ref()));
+                            s.entered()
+                        });
+                        w.around += took;
+                        w.dir = Some(DirSync { fd, name: name.clone(), watch: Stopwatch::start(), span });
+                    }
                 }
                 name
             }
         };
+        if op == FileOp::Close {
+            if let (Target::Fd(fd), Some(w)) = (target, sink.syncing.as_mut()) {
+                if w.dir.as_ref().is_some_and(|d| d.fd == fd) {
+                    let DirSync { name: dir, watch, .. } = w.dir.take().expect("checked");
+                    let synced = watch.map_or(Duration::ZERO, |w| w.elapsed().saturating_sub(took));
+                    w.around += took;
+                    w.dir_synced = Some((dir, synced));
+                }
+            }
+        }
         if let Some(span) = &span {
             span.record("file", tracing::field::display(name.as_ref()));
         }
@@ -163,6 +228,12 @@ pub(super) fn counted<T: Copy>(
         stats.record(op, took);
         if let (Some(n), false) = (bytes, failed) {
             stats.record_read(usize::try_from(n).unwrap_or(usize::MAX));
+            if let Some(span) = &span {
+                span.record("bytes", n);
+            }
+        }
+        if let (Some(n), false) = (written, failed) {
+            stats.record_written(usize::try_from(n).unwrap_or(usize::MAX));
             if let Some(span) = &span {
                 span.record("bytes", n);
             }
@@ -185,8 +256,37 @@ pub(super) fn counted<T: Copy>(
     r
 }
 
-/// Whether a database of kbxscope's is open on this thread (its calls are
-/// counted, and those that would write refused).
-pub(super) fn armed() -> bool {
-    SINK.try_with(|s| s.try_borrow().map_or(true, |s| s.is_some())).unwrap_or(false)
+/// The span of a directory's sync ends before the directory is closed.
+fn end_dir_sync_span(fd: c_int) {
+    let span = SINK.try_with(|s| {
+        let mut s = s.try_borrow_mut().ok()?;
+        let dir = s.as_mut()?.syncing.as_mut()?.dir.as_mut()?;
+        (dir.fd == fd).then(|| dir.span.take()).flatten()
+    });
+    drop(span);
+}
+
+/// What becomes of a call that would write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WriteRule {
+    /// No database of kbxscope's open on the thread: passed on, uncounted.
+    Pass,
+    /// A database kbxscope only reads: refused.
+    Refuse,
+    /// A private copy kbxscope writes: made and counted.
+    Count,
+}
+
+/// The rule for a call that would write, on this thread now.
+pub(super) fn write_rule() -> WriteRule {
+    let rule = SINK.try_with(|s| match s.try_borrow() {
+        Ok(s) => match s.as_ref() {
+            None => WriteRule::Pass,
+            Some(sink) if sink.writes => WriteRule::Count,
+            Some(_) => WriteRule::Refuse,
+        },
+        // Borrowed: a hook is running on this thread; refuse to be safe.
+        Err(_) => WriteRule::Refuse,
+    });
+    rule.unwrap_or(WriteRule::Pass)
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# keyboxd-import-fixture.sh — what a real keyboxd (GnuPG 2.4.7) does on its files while gpg
+# imports the Debian subset's 24 keys into a new keyboxd home: the test
+# `import_into_keyboxd_makes_keyboxds_calls` holds kbxscope's replay against it.
+#
+# Usage:
+#   keyboxd-import-fixture.sh
+#
+# Environment:
+#   CHROOT=/srv/trixie    a Debian 13 (trixie) chroot with gpg 2.4, strace, sqlite3, /proc mounted:
+#       debootstrap --variant=minbase --include=gnupg,gpgsm,gnupg-utils,strace,sqlite3 trixie DIR
+#       mount -t proc proc DIR/proc
+#   OUT=tests/fixtures/keyboxd/debian-subset.import-events.txt
+#
+# What it does:
+#   * The keys: the machine's gpg (2.2.40) exports every key of tests/fixtures/real/debian-subset.kbx
+#     by fingerprint, in listing order (as the test does; the file's sha256 is written down).
+#   * A new home inside the chroot with `use-keyboxd` and `keyboxd-program` pointing at a wrapper
+#     that runs keyboxd under `strace -f -y`; `gpg --batch --import KEYS`, then
+#     `gpgconf --kill all` (keyboxd exits, strace ends).
+#   * Counts: every call naming a file of public-keys.d or a descriptor on one (strace -y), per
+#     file (pubring.db, pubring.db-journal, pubring.db-wal, pubring.db.lock, the dotlock's own
+#     file `.#lk*`, the directory) and system call; then each pubkey row's ubid and the sha256
+#     of its keyblob, from the database keyboxd wrote.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CHROOT=${CHROOT:-/srv/trixie}
+OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.import-events.txt}
+[ -e "$CHROOT/proc/self/stat" ] || { echo "$CHROOT: no chroot with /proc mounted" >&2; exit 1; }
+work=$(mktemp -d)
+inner=/tmp/kbxscope-import-fixture
+outer=$CHROOT$inner
+trap 'rm -rf "$work" "$outer"' EXIT
+rm -rf "$outer"
+
+mkdir -m 700 "$work/src"
+cp tests/fixtures/real/debian-subset.kbx "$work/src/pubring.kbx"
+fprs=$(gpg --homedir "$work/src" --batch --with-colons -k | awk -F: '/^pub:/{p=1;next} p&&/^fpr:/{print $10;p=0}')
+# shellcheck disable=SC2086  # one argument per fingerprint
+gpg --homedir "$work/src" --batch --output "$work/keys.gpg" --export $fprs
+gpgconf --homedir "$work/src" --kill all
+
+mkdir -p "$outer"
+mkdir -m 700 "$outer/home"
+cp "$work/keys.gpg" "$outer/keys.gpg"
+cat > "$outer/keyboxd-strace" <<WRAP
+#!/bin/sh
+exec strace -D -f -y -o $inner/keyboxd.trace /usr/lib/gnupg/keyboxd "\$@"
+WRAP
+chmod +x "$outer/keyboxd-strace"
+printf 'use-keyboxd\nkeyboxd-program %s/keyboxd-strace\n' "$inner" > "$outer/home/common.conf"
+summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:' | tr -s ' ' | tr '\n' ';')
+chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
+# strace -D ends when keyboxd does.
+for _ in $(seq 100); do pgrep -f "$inner/keyboxd.trace" >/dev/null || break; sleep 0.1; done
+
+{
+  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 imported the"
+  echo "# Debian subset's keys into a new keyboxd home (benches/keyboxd-import-fixture.sh, $(date -u '+%Y-%m-%d %H:%M UTC'))"
+  echo "# keys: sha256 $(sha256sum "$work/keys.gpg" | cut -c1-16), $(wc -c < "$work/keys.gpg") bytes; gpg said: $summary"
+  echo "# counts: calls naming the file or an fd on it (strace -y); format: count call file"
+  python3 - "$outer/keyboxd.trace" "$inner/home/public-keys.d" <<'PY'
+import collections, re, sys
+trace, pkd = sys.argv[1], sys.argv[2]
+counts = collections.Counter()
+for line in open(trace):
+    m = re.match(r'\d+\s+([a-z0-9_]+)\((.*)', line)
+    if not m:
+        continue
+    call, args = m.groups()
+    f = re.match(r'-?\d+<([^>]*)>', args) or re.match(r'AT_FDCWD<[^>]*>, "([^"]*)"', args) or re.match(r'"([^"]*)"', args)
+    if not f or not f.group(1).startswith(pkd):
+        continue
+    name = f.group(1)[len(pkd):].lstrip('/') or '.'
+    if name.startswith('.#lk'):
+        name = '.#lk*'
+    counts[(name, call)] += 1
+for (name, call), n in sorted(counts.items()):
+    print(f"{n:8} {call:12} {name}")
+PY
+  chroot "$CHROOT" sqlite3 "$inner/home/public-keys.d/pubring.db" \
+    "SELECT 'ubid ' || hex(ubid) || ' ' || length(keyblob) FROM pubkey ORDER BY rowid" 
+} > "$work/out.txt"
+# The keyblobs' digests, with the machine's sha256sum (the chroot's sqlite3 has no hash function).
+while read -r tag ubid len; do
+  if [ "$tag" = ubid ]; then
+    d=$(chroot "$CHROOT" sqlite3 "$inner/home/public-keys.d/pubring.db" "SELECT hex(keyblob) FROM pubkey WHERE hex(ubid)='$ubid'" | xxd -r -p | sha256sum | cut -c1-64)
+    echo "ubid $ubid $len $d"
+  else
+    echo "$tag $ubid $len"
+  fi
+done < "$work/out.txt" | sed 's/ *$//' > "$OUT"
+echo "wrote $OUT"

@@ -1,0 +1,138 @@
+//! keyboxd's writes, replayed on a private copy of a database: a new
+//! database's start, and the `STORE` request (GnuPG 2.4's
+//! `kbx/backend-sqlite.c`, facts only, no code).
+//!
+//! * **A new database**: the table definitions ([`STARTUP`]) each create
+//!   their table or index in a transaction of its own (SQLite's
+//!   autocommit), then `dbversion` and `created` are written into `config`,
+//!   one `INSERT OR REPLACE` each.
+//! * **`STORE`**: one transaction (`begin transaction` … `commit`): the
+//!   `pubkey` row inserted (`--insert`) or its keyblob replaced
+//!   (`--update`); every `fingerprint` and `userid` row of the key deleted
+//!   (and a certificate's `issuer` row), then written anew: one row per key
+//!   packet, one per user id (`INSERT OR REPLACE`). Each statement is
+//!   prepared, stepped and finalized. A commit writes SQLite's rollback
+//!   journal beside the database, syncs it and the database, and removes
+//!   it (`journal_mode` `delete`, `synchronous` full: SQLite's defaults,
+//!   which keyboxd keeps).
+
+use super::server::{Client, Server, STARTUP};
+use super::write::Rows;
+use crate::io::sqlite::{Database, DbError, Pending};
+
+/// How a key is stored (`STORE --insert` or `--update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreMode {
+    /// A key not in the database.
+    Insert,
+    /// A key in the database, its keyblob replaced.
+    Update,
+}
+
+/// Run `sql` once: prepared, bound by `bind`, stepped to its end, finalized.
+fn exec(db: &Database, sql: &str, bind: impl FnOnce(&mut Pending<'_>) -> Result<(), DbError>) -> Result<(), DbError> {
+    let mut stmt = db.prepare_pending(sql)?;
+    bind(&mut stmt)?;
+    while stmt.step()? {}
+    Ok(())
+}
+
+/// Bind `ubid` to `?1`.
+fn ubid_only(ubid: &[u8]) -> impl FnOnce(&mut Pending<'_>) -> Result<(), DbError> + '_ {
+    move |s| s.bind_blob(1, ubid)
+}
+
+/// keyboxd serving gpg from a database it may write, started: the table
+/// definitions run, and, when `config` holds no `dbversion` (a new
+/// database), the version and `created` (`YYYY-MM-DD HH:MM:SS`, UTC)
+/// written.
+///
+/// # Errors
+/// SQLite's error.
+pub(crate) fn start<'db>(db: &'db Database, created: &str) -> Result<Server<'db>, DbError> {
+    let mut versioned = true;
+    for sql in STARTUP {
+        let mut stmt = db.prepare_pending(sql)?;
+        let mut rows = 0;
+        while stmt.step()? {
+            rows += 1;
+        }
+        if sql.contains("name='dbversion'") {
+            versioned = rows > 0;
+        }
+    }
+    if !versioned {
+        for (name, value) in [("dbversion", "1"), ("created", created)] {
+            exec(db, "INSERT OR REPLACE INTO config(name,value) VALUES(?1,?2)", |s| {
+                s.bind_text(1, name.as_bytes())?;
+                s.bind_text(2, value.as_bytes())
+            })?;
+        }
+    }
+    Ok(Server::started(db, Client::Gpg))
+}
+
+impl Server<'_> {
+    /// A `STORE` request: `keyblob` with its `rows`, in one transaction
+    /// (rolled back if a statement fails).
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub(crate) fn store(&self, keyblob: &[u8], rows: &Rows, mode: StoreMode) -> Result<(), DbError> {
+        let db = self.database();
+        exec(db, "begin transaction", |_| Ok(()))?;
+        match self.store_rows(keyblob, rows, mode) {
+            Ok(()) => exec(db, "commit", |_| Ok(())),
+            Err(e) => {
+                let _ = exec(db, "rollback", |_| Ok(()));
+                Err(e)
+            }
+        }
+    }
+
+    fn store_rows(&self, keyblob: &[u8], rows: &Rows, mode: StoreMode) -> Result<(), DbError> {
+        let db = self.database();
+        let ubid = &rows.ubid[..];
+        let sql = match mode {
+            StoreMode::Update => "UPDATE pubkey set keyblob = ?3, type = ?2 WHERE ubid = ?1",
+            StoreMode::Insert => "INSERT INTO pubkey(ubid,type,keyblob) VALUES(?1,?2,?3)",
+        };
+        exec(db, sql, |s| {
+            s.bind_blob(1, ubid)?;
+            s.bind_int(2, rows.kind)?;
+            s.bind_blob(3, keyblob)
+        })?;
+        exec(db, "DELETE FROM fingerprint WHERE ubid = ?1", ubid_only(ubid))?;
+        exec(db, "DELETE FROM userid WHERE ubid = ?1", ubid_only(ubid))?;
+        if let Some((sn, dn)) = &rows.issuer {
+            exec(db, "DELETE FROM issuer WHERE ubid = ?1", ubid_only(ubid))?;
+            exec(db, "INSERT OR REPLACE INTO issuer(sn,dn,ubid) VALUES(?1,?2,?3)", |s| {
+                s.bind_text(1, sn.as_bytes())?;
+                s.bind_text(2, dn)?;
+                s.bind_blob(3, ubid)
+            })?;
+        }
+        for (subkey, (fpr, kid, grip)) in rows.keys.iter().enumerate() {
+            exec(db, "INSERT OR REPLACE INTO fingerprint(fpr,kid,keygrip,subkey,ubid) VALUES(?1,?2,?3,?4,?5)", |s| {
+                s.bind_blob(1, fpr)?;
+                s.bind_blob(2, kid)?;
+                s.bind_blob(3, grip)?;
+                s.bind_int(4, subkey as i64)?;
+                s.bind_blob(5, ubid)
+            })?;
+        }
+        for (uid, addrspec, uidno) in &rows.uids {
+            exec(db, "INSERT OR REPLACE INTO userid(uid,addrspec,type,ubid,uidno) VALUES(?1,?2,?3,?4,?5)", |s| {
+                s.bind_text(1, uid)?;
+                match addrspec {
+                    Some(a) => s.bind_text(2, a.as_bytes())?,
+                    None => s.bind_null(2)?,
+                }
+                s.bind_int(3, rows.kind)?;
+                s.bind_blob(4, ubid)?;
+                s.bind_int(5, *uidno)
+            })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,132 @@
+//! `import FILE… --onto DATABASE`: gpg 2.4's import of OpenPGP keys with
+//! `use-keyboxd`, replayed on a private copy of keyboxd's database: the
+//! requests gpg sends keyboxd (checked against keyboxd's own `debug ipc`
+//! log) and the SQL keyboxd runs for each (`keyboxd::server`,
+//! `keyboxd::store`), every call SQLite makes counted per file
+//! (the database, its journal, its directory):
+//!
+//! * **keyboxd's start**: its lock (`pubring.db.lock`, GnuPG's dotlock,
+//!   held for keyboxd's life), the database opened read-write (made if
+//!   missing) and its table definitions run.
+//! * **Each key**: on the session of gpg's key lookups, one `SEARCH` by
+//!   key id for the signer of every signature not made by the key itself
+//!   (gpg's `repair-keys` check; with keyboxd no cache of key ids not
+//!   found saves a request); on the import's session a `SEARCH` for the
+//!   fingerprint, then `STORE --insert` for a new key (one transaction),
+//!   or gpg's merge and `STORE --update` for a key present that gains
+//!   something; then a `SEARCH` for the fingerprint (the user id gpg
+//!   prints) and one by key id with `NEXT` to the end (gpg asks its agent
+//!   for the secret key, which a replay's agent does not hold).
+//! * **keyboxd's exit**: the lock's files removed.
+
+use std::path::Path;
+
+use super::import::{blob_of, keyblock_of, ImportError, ImportSummary, KeyImported, KeyOutcome};
+use crate::io::sqlite::{Database, DbError};
+use crate::io::update::KeyboxWriter;
+use crate::io::IoTally;
+use crate::kbx::{parse_blob, Blob};
+use crate::keyboxd::server::{Search, Server, Session};
+use crate::keyboxd::store::{self, StoreMode};
+use crate::keyboxd::write::rows_of;
+use crate::openpgp::incoming::{merge, IncomingKey};
+use crate::openpgp::{Judge, SigPacket};
+
+/// Import `keys` into keyboxd's database at `db` (a private copy; made if
+/// it does not exist), its events counted in `tally`, as `judge`'s gpg
+/// would at `judge.now`; each key's outcome handed to `emit`.
+///
+/// # Errors
+/// The first request that failed.
+pub fn into_keyboxd(
+    db: &Path,
+    tally: &IoTally,
+    keys: &[IncomingKey],
+    judge: Judge,
+    mut emit: impl FnMut(&KeyImported),
+) -> Result<ImportSummary, ImportError> {
+    let _cmd = tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd").entered();
+    let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
+    let mut lock = KeyboxWriter::new(db, tally);
+    let result = lock.lock().map_err(ImportError::from).and_then(|()| {
+        let database = Database::open_private(db, tally)?;
+        let created = crate::timefmt::rfc3339(i64::from(now)).replace('T', " ");
+        let server = store::start(&database, created.trim_end_matches('Z'))?;
+        let (lookups, import) = (server.connect(), server.connect());
+        let mut summary = ImportSummary::default();
+        for key in keys {
+            let outcome = one_key(&server, lookups, import, key, now)?;
+            summary.count(&outcome);
+            let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
+            emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
+        }
+        Ok(summary)
+    });
+    let released = lock.exit();
+    lock.settle();
+    let summary = result?;
+    released?;
+    Ok(summary)
+}
+
+fn one_key(
+    server: &Server<'_>,
+    lookups: Session,
+    import: Session,
+    key: &IncomingKey,
+    now: u32,
+) -> Result<KeyOutcome, ImportError> {
+    let _key =
+        tracing::info_span!(target: "kbx::lookup", "key", kid = %crate::kbx::dump::hex_upper(&key.key_id)).entered();
+    if key.first_user_id().is_none() {
+        return Ok(KeyOutcome::NoUserId);
+    }
+    for sig in key.components.iter().flat_map(|c| &c.sigs) {
+        let Some(kid) = SigPacket::parse(sig).ok().and_then(|s| s.issuer) else { continue };
+        if kid != key.key_id {
+            server.search(lookups, &Search::LongKid(kid))?;
+        }
+    }
+    let fpr = Search::Fpr(key.fingerprint.clone());
+    let outcome = match server.search(import, &fpr)? {
+        None => {
+            store_key(server, key, now, StoreMode::Insert)?;
+            KeyOutcome::Imported
+        }
+        Some(found) => {
+            let mut old = keyblock_of(&found.blob).ok_or_else(|| ImportError::Key {
+                key_id: crate::kbx::dump::hex_upper(&key.key_id),
+                why: "the database's keyblock does not decode".into(),
+            })?;
+            let added = merge(&mut old, key);
+            if !added.any() {
+                return Ok(KeyOutcome::Unchanged);
+            }
+            store_key(server, &old, now, StoreMode::Update)?;
+            KeyOutcome::Merged { user_ids: added.user_ids, subkeys: added.subkeys, signatures: added.signatures }
+        }
+    };
+    server.search(import, &fpr)?;
+    let kid = Search::LongKid(key.key_id);
+    let mut found = server.search(import, &kid)?;
+    while found.is_some() {
+        found = server.next(import)?;
+    }
+    Ok(outcome)
+}
+
+/// `STORE` of `key` as gpg sends it: the keyblock a keybox blob of it holds.
+fn store_key(server: &Server<'_>, key: &IncomingKey, now: u32, mode: StoreMode) -> Result<(), ImportError> {
+    let image = blob_of(key, now)?;
+    let why = |why: String| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&key.key_id), why };
+    let Ok(Blob::Key(blob)) = parse_blob(&image) else { return Err(why("its blob does not parse".into())) };
+    let rows = rows_of(&blob).map_err(why)?;
+    server.store(blob.data(), &rows, mode)?;
+    Ok(())
+}
+
+impl From<DbError> for ImportError {
+    fn from(e: DbError) -> Self {
+        ImportError::Keyboxd(e)
+    }
+}

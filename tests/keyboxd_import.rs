@@ -1,0 +1,209 @@
+//! `import --onto keyboxd` and `--onto DATABASE`: gpg 2.4's import with
+//! keyboxd replayed on a private copy of its database, held against what
+//! a real keyboxd 2.4.7 did for the same keys
+//! (`tests/fixtures/keyboxd/debian-subset.import-events.txt`, made by
+//! `benches/keyboxd-import-fixture.sh` with strace on keyboxd): per file
+//! and operation the same calls, the same keyblobs, gpg's summary; the
+//! database named with `--onto` only read.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::{fixture, io_summary, run, stderr};
+
+/// The recorded keyboxd run: its counts per (file, kbxscope's operation),
+/// the keyblobs it stored (ubid, length, sha256) and gpg's summary line.
+struct Recorded {
+    counts: BTreeMap<(String, String), u64>,
+    keyblobs: Vec<(String, u64, String)>,
+    said: String,
+}
+
+fn recorded() -> Recorded {
+    let text = std::fs::read_to_string(fixture("keyboxd/debian-subset.import-events.txt")).unwrap();
+    let mut r = Recorded { counts: BTreeMap::new(), keyblobs: Vec::new(), said: String::new() };
+    for line in text.lines() {
+        if let Some(said) = line.split("gpg said: ").nth(1) {
+            r.said = said.to_string();
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["#", ..] => {}
+            ["ubid", ubid, len, digest] => {
+                r.keyblobs.push((ubid.to_string(), len.parse().unwrap(), digest.to_string()))
+            }
+            [n, call, file] => {
+                let op = match *call {
+                    "openat" => "open",
+                    "pread64" | "read" => "read",
+                    "pwrite64" | "write" => "write",
+                    "fdatasync" | "fsync" => "sync",
+                    "fcntl" => "lock",
+                    // Metadata: SQLite's fchown of a new journal (run as root)
+                    // and the directory keyboxd makes are counted as stat.
+                    "fstat" | "newfstatat" | "stat" | "fchown" | "chmod" | "mkdir" => "stat",
+                    other => other,
+                };
+                // strace names a link by its first path: the dotlock's own file.
+                *r.counts.entry((file.to_string(), op.to_string())).or_default() += n.parse::<u64>().unwrap();
+            }
+            _ => panic!("unexpected fixture line: {line}"),
+        }
+    }
+    r
+}
+
+/// kbxscope's counts per (file named as in the fixture, operation), from
+/// an `--io-summary=json` whose store is `db`.
+fn ours(summary: &serde_json::Value, db: &Path) -> BTreeMap<(String, String), u64> {
+    let dir = db.parent().unwrap().to_str().unwrap();
+    let mut out = BTreeMap::new();
+    for f in summary["files"].as_array().unwrap() {
+        let path = f["path"].as_str().unwrap();
+        let name = if path == dir {
+            ".".to_string()
+        } else if let Some(n) = path.strip_prefix(dir).and_then(|p| p.strip_prefix('/')) {
+            if n.starts_with(".#lk") {
+                ".#lk*".to_string()
+            } else {
+                n.to_string()
+            }
+        } else {
+            continue;
+        };
+        for (op, n) in f["events"].as_object().unwrap() {
+            let n = n.as_u64().unwrap();
+            if op == "total" || n == 0 {
+                continue;
+            }
+            // The dotlock's link into place is counted on the lock file;
+            // strace names it by the dotlock's own file.
+            let file = if name == "pubring.db.lock" && op == "link" { ".#lk*".to_string() } else { name.clone() };
+            *out.entry((file, op.clone())).or_default() += n;
+        }
+    }
+    out
+}
+
+/// gpg 2.4's import of the Debian subset's 24 keys into a new keyboxd
+/// database: per file and operation the replay's calls equal keyboxd's
+/// (strace's counts on the real keyboxd) within 1%, but for what only the
+/// real run has (keyboxd makes `public-keys.d`: a `mkdir`, a `chmod` and a
+/// `stat` the replay's private directory does not need; keyboxd is killed
+/// with its database open, the replay closes it); the database holds the
+/// same keyblobs, and the summary is gpg's.
+fn import_into_keyboxd_makes_keyboxds_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 24);
+    let made = dir.path().join("made.db");
+    let o = run([
+        "--io-summary=json",
+        "import",
+        "--onto",
+        "keyboxd",
+        "--out",
+        made.to_str().unwrap(),
+        keys.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = io_summary(&o);
+    let store = summary["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .find(|p| p.ends_with("/pubring.db"))
+        .expect("the database's row")
+        .to_string();
+    let mut got = ours(&summary, Path::new(&store));
+    let r = recorded();
+    let mut want = r.counts.clone();
+    // Only the real run: public-keys.d made (mkdir, chmod, one stat), and
+    // no close of the database (keyboxd is killed with it open).
+    *want.get_mut(&(".".into(), "stat".into())).unwrap() -= 3;
+    *got.get_mut(&("pubring.db".into(), "close".into())).unwrap() -= 1;
+    got.retain(|_, n| *n > 0);
+    for (key, w) in &want {
+        let g = got.get(key).copied().unwrap_or(0);
+        let off = (g as f64 - *w as f64).abs() / *w as f64;
+        assert!(off <= 0.01, "{key:?}: keyboxd {w}, replay {g}\nkeyboxd {want:?}\nreplay {got:?}");
+    }
+    for key in got.keys() {
+        assert!(want.contains_key(key), "{key:?}: the replay made calls keyboxd did not: {got:?}");
+    }
+    // The same keyblobs, in the same order.
+    let conn = rusqlite::Connection::open_with_flags(&made, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut stmt = conn.prepare("SELECT hex(ubid), keyblob FROM pubkey ORDER BY rowid").unwrap();
+    let blobs: Vec<(String, u64, String)> = stmt
+        .query_map([], |row| {
+            let blob: Vec<u8> = row.get(1)?;
+            use sha2::Digest;
+            Ok((
+                row.get(0)?,
+                blob.len() as u64,
+                sha2::Sha256::digest(&blob).iter().map(|b| format!("{b:02x}")).collect(),
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(blobs, r.keyblobs, "the keyblobs keyboxd stored");
+    // gpg's statistics.
+    let said: Vec<String> = r.said.split(';').filter(|s| !s.is_empty()).map(|s| s.replace("gpg: ", "")).collect();
+    let printed: Vec<String> = stderr(&o)
+        .lines()
+        .filter_map(|l| l.strip_prefix("kbxscope: "))
+        .filter(|l| l.contains("Total number processed") || l.trim_start().starts_with("imported"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(printed, said);
+}
+
+/// `--onto DATABASE` (and a home whose `common.conf` says `use-keyboxd`)
+/// starts from a private copy of the database: the keys it holds are
+/// found (not changed: gpg's "unchanged"), new ones imported, and the
+/// directory of the database keeps its files, bytes and times.
+fn import_onto_a_database_reads_it_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 3);
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("public-keys.d")).unwrap();
+    std::fs::write(home.join("common.conf"), "use-keyboxd\n").unwrap();
+    let made = dir.path().join("first.db");
+    let o = run(["import", "--onto", "keyboxd", "--out", made.to_str().unwrap(), keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::copy(&made, home.join("public-keys.d/pubring.db")).unwrap();
+    let before = crate::keyboxd::snapshot(&home.join("public-keys.d"));
+    for onto in [home.clone(), home.join("public-keys.d/pubring.db")] {
+        let o = run(["import", "--json", "--onto", onto.to_str().unwrap(), keys.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", onto.display(), stderr(&o));
+        let out = crate::common::stdout(&o);
+        let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(last["summary"]["processed"], 3, "{out}");
+        assert_eq!(last["summary"]["unchanged"], 3, "{out}");
+        assert_eq!(crate::keyboxd::snapshot(&home.join("public-keys.d")), before, "{}", onto.display());
+    }
+}
+
+/// What the keyboxd replay does not take gets one line and exit 1: GnuPG
+/// 2.2 has no keyboxd, and `delete` replays keyboxes only.
+fn keyboxd_refusals_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 1);
+    let o = run(["--gnupg-version", "2.2", "import", "--onto", "keyboxd", keys.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("keyboxd came with GnuPG 2.3"), "{}", stderr(&o));
+    let db = fixture("keyboxd/gnupg-mixed.db");
+    let o = run(["delete", "--onto", db.to_str().unwrap(), "0000000000000000000000000000000000000000"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("delete replays only keyboxes so far"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
+crate::tests![
+    import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
+    import_onto_a_database_reads_it_only needs ["gpg"],
+    keyboxd_refusals_are_one_line needs ["gpg"],
+];
