@@ -4,13 +4,15 @@
 # `import_into_keyboxd_makes_keyboxds_calls` holds kbxscope's replay against it.
 #
 # Usage:
-#   keyboxd-import-fixture.sh
+#   keyboxd-import-fixture.sh            # gpg --import
+#   BULK=1 keyboxd-import-fixture.sh     # gpg --import-options bulk-import --import
 #
 # Environment:
 #   CHROOT=/srv/trixie    a Debian 13 (trixie) chroot with gpg 2.4, strace, sqlite3, /proc mounted:
 #       debootstrap --variant=minbase --include=gnupg,gpgsm,gnupg-utils,strace,sqlite3 trixie DIR
 #       mount -t proc proc DIR/proc
 #   OUT=tests/fixtures/keyboxd/debian-subset.import-events.txt
+#       (with BULK=1: tests/fixtures/keyboxd/debian-subset.bulk-import-events.txt)
 #
 # What it does:
 #   * The keys: the machine's gpg (2.2.40) exports every key of tests/fixtures/real/debian-subset.kbx
@@ -25,7 +27,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CHROOT=${CHROOT:-/srv/trixie}
-OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.import-events.txt}
+BULK=${BULK:-}
+if [ -n "$BULK" ]; then
+  OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.bulk-import-events.txt}
+  options=(--import-options bulk-import)
+else
+  OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.import-events.txt}
+  options=()
+fi
 [ -e "$CHROOT/proc/self/stat" ] || { echo "$CHROOT: no chroot with /proc mounted" >&2; exit 1; }
 work=$(mktemp -d)
 inner=/tmp/kbxscope-import-fixture
@@ -49,13 +58,13 @@ exec strace -D -f -y -o $inner/keyboxd.trace /usr/lib/gnupg/keyboxd "\$@"
 WRAP
 chmod +x "$outer/keyboxd-strace"
 printf 'use-keyboxd\nkeyboxd-program %s/keyboxd-strace\n' "$inner" > "$outer/home/common.conf"
-summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:' | tr -s ' ' | tr '\n' ';')
+summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${options[@]}" --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:' | tr -s ' ' | tr '\n' ';')
 chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
 # strace -D ends when keyboxd does.
 for _ in $(seq 100); do pgrep -f "$inner/keyboxd.trace" >/dev/null || break; sleep 0.1; done
 
 {
-  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 imported the"
+  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 ${options[*]:+(${options[*]}) }imported the"
   echo "# Debian subset's keys into a new keyboxd home (benches/keyboxd-import-fixture.sh, $(date -u '+%Y-%m-%d %H:%M UTC'))"
   echo "# keys: sha256 $(sha256sum "$work/keys.gpg" | cut -c1-16), $(wc -c < "$work/keys.gpg") bytes; gpg said: $summary"
   echo "# counts: calls naming the file or an fd on it (strace -y); format: count call file"

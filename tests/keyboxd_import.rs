@@ -2,7 +2,8 @@
 //! keyboxd replayed on a private copy of its database, held against what
 //! a real keyboxd 2.4.7 did for the same keys
 //! (`tests/fixtures/keyboxd/debian-subset.import-events.txt`, made by
-//! `benches/keyboxd-import-fixture.sh` with strace on keyboxd): per file
+//! `benches/keyboxd-import-fixture.sh` with strace on keyboxd; with
+//! bulk import `debian-subset.bulk-import-events.txt`): per file
 //! and operation the same calls, the same keyblobs, gpg's summary; the
 //! database named with `--onto` only read.
 
@@ -19,8 +20,8 @@ struct Recorded {
     said: String,
 }
 
-fn recorded() -> Recorded {
-    let text = std::fs::read_to_string(fixture("keyboxd/debian-subset.import-events.txt")).unwrap();
+fn recorded(name: &str) -> Recorded {
+    let text = std::fs::read_to_string(fixture(&format!("keyboxd/{name}"))).unwrap();
     let mut r = Recorded { counts: BTreeMap::new(), keyblobs: Vec::new(), said: String::new() };
     for line in text.lines() {
         if let Some(said) = line.split("gpg said: ").nth(1) {
@@ -91,21 +92,30 @@ fn ours(summary: &serde_json::Value, db: &Path) -> BTreeMap<(String, String), u6
 /// (strace's counts on the real keyboxd) within 1%, but for what only the
 /// real run has (keyboxd makes `public-keys.d`: a `mkdir`, a `chmod` and a
 /// `stat` the replay's private directory does not need; keyboxd is killed
-/// with its database open, the replay closes it); the database holds the
+/// with its database open, the replay closes it: a close and three stats);
+/// the database holds the
 /// same keyblobs, and the summary is gpg's.
 fn import_into_keyboxd_makes_keyboxds_calls() {
+    same_as_keyboxd("debian-subset.import-events.txt", &[]);
+}
+
+/// The same with gpg's `--import-options bulk-import`: one transaction
+/// for all the keys (keyboxd's start keeps its own), held against keyboxd
+/// run so (`debian-subset.bulk-import-events.txt`).
+fn bulk_import_makes_keyboxds_calls() {
+    same_as_keyboxd("debian-subset.bulk-import-events.txt", &["--bulk-import"]);
+}
+
+/// The replay of the Debian subset's import with `extra` options, held
+/// against the fixture `name` (see [`import_into_keyboxd_makes_keyboxds_calls`]).
+fn same_as_keyboxd(name: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let keys = crate::import::export_subset(dir.path(), 24);
     let made = dir.path().join("made.db");
-    let o = run([
-        "--io-summary=json",
-        "import",
-        "--onto",
-        "keyboxd",
-        "--out",
-        made.to_str().unwrap(),
-        keys.to_str().unwrap(),
-    ]);
+    let mut args = vec!["--io-summary=json", "import", "--onto", "keyboxd", "--out", made.to_str().unwrap()];
+    args.extend(extra);
+    args.push(keys.to_str().unwrap());
+    let o = run(args);
     assert!(o.status.success(), "{}", stderr(&o));
     let summary = io_summary(&o);
     let store = summary["files"]
@@ -117,12 +127,15 @@ fn import_into_keyboxd_makes_keyboxds_calls() {
         .expect("the database's row")
         .to_string();
     let mut got = ours(&summary, Path::new(&store));
-    let r = recorded();
+    let r = recorded(name);
     let mut want = r.counts.clone();
-    // Only the real run: public-keys.d made (mkdir, chmod, one stat), and
-    // no close of the database (keyboxd is killed with it open).
+    // Only the real run: public-keys.d made (mkdir, chmod, one stat). Only
+    // the replay: the database's close (keyboxd is killed with it open),
+    // and the three stats SQLite makes as it closes (strace shows them
+    // between the last unlock and the close).
     *want.get_mut(&(".".into(), "stat".into())).unwrap() -= 3;
     *got.get_mut(&("pubring.db".into(), "close".into())).unwrap() -= 1;
+    *got.get_mut(&("pubring.db".into(), "stat".into())).unwrap() -= 3;
     got.retain(|_, n| *n > 0);
     for (key, w) in &want {
         let g = got.get(key).copied().unwrap_or(0);
@@ -187,7 +200,8 @@ fn import_onto_a_database_reads_it_only() {
 }
 
 /// What the keyboxd replay does not take gets one line and exit 1: GnuPG
-/// 2.2 has no keyboxd, and `delete` replays keyboxes only.
+/// 2.2 has no keyboxd, `delete` replays keyboxes only, and bulk import is
+/// keyboxd's.
 fn keyboxd_refusals_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let keys = crate::import::export_subset(dir.path(), 1);
@@ -200,10 +214,15 @@ fn keyboxd_refusals_are_one_line() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("delete replays only keyboxes so far"), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    let o = run(["import", "--bulk-import", keys.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--bulk-import is keyboxd's"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
 
 crate::tests![
     import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
+    bulk_import_makes_keyboxds_calls needs ["gpg"],
     import_onto_a_database_reads_it_only needs ["gpg"],
     keyboxd_refusals_are_one_line needs ["gpg"],
 ];

@@ -492,10 +492,16 @@ pub struct ImportArgs {
     /// `gpg --import` reads them.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Start from a copy of this keybox (or GnuPG home) instead of an
-    /// empty one; it is only read.
+    /// Start from a copy of this store instead of a new empty keybox: a
+    /// keybox, keyboxd's database, or a GnuPG home (its keybox, or its
+    /// database with `use-keyboxd`); `keyboxd` starts from a new empty
+    /// database. The store named is only read.
     #[arg(long, value_name = "STORE")]
     pub onto: Option<PathBuf>,
+    /// gpg's `--import-options bulk-import`: keyboxd stores every key in
+    /// one transaction (keyboxd's databases only).
+    #[arg(long)]
+    pub bulk_import: bool,
     /// The time of the import (RFC 3339 or a date; default now): the
     /// signatures' judgement and the times written into the blobs.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]

@@ -41,9 +41,12 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
     if matches!(onto, Onto::Keyboxd(_)) && judge.version == GnupgVersion::V2_2 {
         bail!("keyboxd came with GnuPG 2.3: --gnupg-version 2.2 imports into keyboxes only");
     }
+    if a.bulk_import && matches!(onto, Onto::Keybox(_)) {
+        bail!("--bulk-import is keyboxd's (gpg ignores it on a keybox): import --onto keyboxd, a database or its home");
+    }
     let summary = on_private_copy(&onto, &a.replay, tally, |store| match onto {
         Onto::Keybox(_) => import::into_keybox(store, tally, &keys, judge, &mut emit),
-        Onto::Keyboxd(_) => keyboxd_import::into_keyboxd(store, tally, &keys, judge, &mut emit),
+        Onto::Keyboxd(_) => keyboxd_import::into_keyboxd(store, tally, &keys, judge, a.bulk_import, &mut emit),
     })?;
     if a.json {
         writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;

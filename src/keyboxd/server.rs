@@ -159,6 +159,20 @@ pub(crate) struct Server<'db> {
     client: Client,
     sessions: RefCell<Vec<SessionState<'db>>>,
     problems: RefCell<Vec<RowProblem>>,
+    /// A client's `TRANSACTION begin` (gpg's `bulk-import`): asked for,
+    /// and begun in SQL.
+    pub(super) bulk: std::cell::Cell<Bulk>,
+}
+
+/// keyboxd's global transaction (`TRANSACTION begin` … `commit`): asked
+/// for by a client, begun in SQL by the first search or store after it,
+/// committed when the client commits (gpg: as it exits).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Bulk {
+    /// A client asked for it.
+    pub(crate) asked: bool,
+    /// `begin transaction` has run.
+    pub(crate) active: bool,
 }
 
 impl std::fmt::Debug for Server<'_> {
@@ -207,7 +221,7 @@ impl<'db> Server<'db> {
 
     /// keyboxd serving `client` from `db`, its start already run.
     pub(super) fn started(db: &'db Database, client: Client) -> Self {
-        Self { db, client, sessions: RefCell::default(), problems: RefCell::default() }
+        Self { db, client, sessions: RefCell::default(), problems: RefCell::default(), bulk: Default::default() }
     }
 
     /// The database keyboxd serves.
@@ -232,6 +246,12 @@ impl<'db> Server<'db> {
     /// # Errors
     /// SQLite's error.
     pub(crate) fn search(&self, session: Session, what: &Search) -> Result<Option<Found>, DbError> {
+        // A global transaction asked for begins at the first search.
+        let bulk = self.bulk.get();
+        if bulk.asked && !bulk.active {
+            self.db.prepare_pending("begin transaction")?.step()?;
+            self.bulk.set(Bulk { active: true, ..bulk });
+        }
         let mut sessions = self.sessions.borrow_mut();
         let s = &mut sessions[session.0];
         s.last_ubid = None;

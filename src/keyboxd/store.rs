@@ -15,8 +15,12 @@
 //!   journal beside the database, syncs it and the database, and removes
 //!   it (`journal_mode` `delete`, `synchronous` full: SQLite's defaults,
 //!   which keyboxd keeps).
+//! * **`TRANSACTION begin`** (gpg's `--import-options bulk-import`, sent
+//!   on its first connection): keyboxd begins one transaction at the
+//!   first search or store after it; stores inside it neither begin nor
+//!   commit; `TRANSACTION commit` (gpg sends it as it exits) commits it.
 
-use super::server::{Client, Server, STARTUP};
+use super::server::{Bulk, Client, Server, STARTUP};
 use super::write::Rows;
 use crate::io::sqlite::{Database, DbError, Pending};
 
@@ -80,7 +84,16 @@ impl Server<'_> {
     /// SQLite's error.
     pub(crate) fn store(&self, keyblob: &[u8], rows: &Rows, mode: StoreMode) -> Result<(), DbError> {
         let db = self.database();
+        let bulk = self.bulk.get();
+        if bulk.active {
+            // Inside the global transaction: neither begun nor ended here.
+            return self.store_rows(keyblob, rows, mode);
+        }
         exec(db, "begin transaction", |_| Ok(()))?;
+        if bulk.asked {
+            self.bulk.set(Bulk { active: true, ..bulk });
+            return self.store_rows(keyblob, rows, mode);
+        }
         match self.store_rows(keyblob, rows, mode) {
             Ok(()) => exec(db, "commit", |_| Ok(())),
             Err(e) => {
@@ -88,6 +101,24 @@ impl Server<'_> {
                 Err(e)
             }
         }
+    }
+
+    /// `TRANSACTION begin`: the stores and searches that follow run in one
+    /// transaction, begun by the first of them.
+    pub(crate) fn begin_bulk(&self) {
+        self.bulk.set(Bulk { asked: true, active: false });
+    }
+
+    /// `TRANSACTION commit`: the global transaction committed, if it began.
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub(crate) fn commit_bulk(&self) -> Result<(), DbError> {
+        let bulk = self.bulk.replace(Bulk::default());
+        if bulk.active {
+            exec(self.database(), "commit", |_| Ok(()))?;
+        }
+        Ok(())
     }
 
     fn store_rows(&self, keyblob: &[u8], rows: &Rows, mode: StoreMode) -> Result<(), DbError> {

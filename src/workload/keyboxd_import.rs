@@ -17,6 +17,10 @@
 //!   something; then a `SEARCH` for the fingerprint (the user id gpg
 //!   prints) and one by key id with `NEXT` to the end (gpg asks its agent
 //!   for the secret key, which a replay's agent does not hold).
+//! * **`bulk-import`** (`--import-options bulk-import`): gpg sends
+//!   `TRANSACTION begin` on its first connection and `TRANSACTION commit`
+//!   as it exits: every search and store between runs in one transaction
+//!   (keyboxd's start still runs its own).
 //! * **keyboxd's exit**: the lock's files removed.
 
 use std::path::Path;
@@ -34,7 +38,8 @@ use crate::openpgp::{Judge, SigPacket};
 
 /// Import `keys` into keyboxd's database at `db` (a private copy; made if
 /// it does not exist), its events counted in `tally`, as `judge`'s gpg
-/// would at `judge.now`; each key's outcome handed to `emit`.
+/// would at `judge.now`, in one transaction with `bulk` (gpg's
+/// `bulk-import`); each key's outcome handed to `emit`.
 ///
 /// # Errors
 /// The first request that failed.
@@ -43,15 +48,20 @@ pub fn into_keyboxd(
     tally: &IoTally,
     keys: &[IncomingKey],
     judge: Judge,
+    bulk: bool,
     mut emit: impl FnMut(&KeyImported),
 ) -> Result<ImportSummary, ImportError> {
-    let _cmd = tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd").entered();
+    let _cmd =
+        tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd", bulk).entered();
     let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
     let mut lock = KeyboxWriter::new(db, tally);
     let result = lock.lock().map_err(ImportError::from).and_then(|()| {
         let database = Database::open_private(db, tally)?;
         let created = crate::timefmt::rfc3339(i64::from(now)).replace('T', " ");
         let server = store::start(&database, created.trim_end_matches('Z'))?;
+        if bulk {
+            server.begin_bulk();
+        }
         let (lookups, import) = (server.connect(), server.connect());
         let mut summary = ImportSummary::default();
         for key in keys {
@@ -60,6 +70,8 @@ pub fn into_keyboxd(
             let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
         }
+        // gpg's exit: its `TRANSACTION commit` (with bulk-import).
+        server.commit_bulk()?;
         Ok(summary)
     });
     let released = lock.exit();
