@@ -60,17 +60,15 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
     let sigs = matches!(workload, Workload::Sigs(..));
     let keys = match workload {
         Workload::Import(file) => {
-            if keyboxd || a.versus_keyboxd || gnupg.is_some() {
-                anyhow::bail!(
-                    "--workload import replays gpg's import into a keybox: not yet on keyboxd's database \
-                     (nor with --versus-keyboxd), nor beside a GnuPG program"
-                );
+            if gnupg.is_some() {
+                anyhow::bail!("--workload import replays gpg's import: not beside a GnuPG program");
             }
             super::import::read_keys(Path::new(file))?
         }
         _ => Vec::new(),
     };
-    if sigs && *version == GnupgVersion::V2_2 && (keyboxd || a.versus_keyboxd) {
+    let import = matches!(workload, Workload::Import(_));
+    if (sigs || import) && *version == GnupgVersion::V2_2 && (keyboxd || a.versus_keyboxd) {
         anyhow::bail!(
             "GnuPG 2.2 has no keyboxd: --gnupg-version 2.2 replays gpg on a keybox, not on keyboxd's database{}",
             if keyboxd { format!(" ('{}')", path.display()) } else { String::new() }

@@ -20,6 +20,7 @@ use crate::openpgp::incoming::IncomingKey;
 use crate::openpgp::Judge;
 use crate::store::{Store, StoreKind};
 use crate::workload;
+use crate::workload::keyboxd_import::Keyboxd;
 use crate::workload::stats::StoreStats;
 use crate::x509::TrustList;
 
@@ -36,6 +37,9 @@ pub struct Step {
     pub buffer: BufferSize,
     /// A run of the second sweep, on keyboxd's database (`--versus-keyboxd`).
     pub versus: bool,
+    /// keyboxd's import with gpg's `bulk-import` (the second row of each
+    /// page-cache size of an import into a database).
+    pub bulk_import: bool,
     /// Whether this run is a warm-up (untimed).
     pub warmup: bool,
     /// 1-based number of this run among the warm-ups, or among the timed runs.
@@ -54,7 +58,8 @@ impl fmt::Display for Step {
         if self.versus {
             f.write_str("keyboxd: ")?;
         }
-        write!(f, "{} ({}/{}): {what} {}/{}", self.buffer, self.size + 1, self.sizes, self.run, self.of)
+        let bulk = if self.bulk_import { ", bulk import" } else { "" };
+        write!(f, "{}{bulk} ({}/{}): {what} {}/{}", self.buffer, self.size + 1, self.sizes, self.run, self.of)
     }
 }
 
@@ -94,15 +99,16 @@ pub(super) struct Runs<'a> {
 }
 
 /// Run the workload once on the store `path` (a keybox, or keyboxd's
-/// database with SQLite's page cache the tally's buffer size) with `tally`.
-fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally) -> Result<(), SweepError> {
-    if matches!(plan.workload, Workload::Import(_)) {
-        return import_once(path, plan, tally);
-    }
+/// database with SQLite's page cache the tally's buffer size) with `tally`;
+/// an import into a database with gpg's `bulk-import` when `bulk`.
+fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk: bool) -> Result<(), SweepError> {
     let cache = match kind {
         StoreKind::Keybox => None,
         StoreKind::Keyboxd => Some((tally.buffer_size().bytes() as u64).div_ceil(1024)),
     };
+    if matches!(plan.workload, Workload::Import(_)) {
+        return import_once(path, plan, tally, cache.map(|kib| Keyboxd { bulk, cache_kib: Some(kib) }));
+    }
     let store = Store::open_as(path, kind, tally, cache)?;
     let (trust, at) = (plan.trust, plan.at);
     let fatal = match plan.workload {
@@ -125,12 +131,16 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally) -> R
     fatal.map_or(Ok(()), |error| Err(SweepError::Scan { size: tally.buffer_size(), error }))
 }
 
-/// One import onto a fresh private copy of the keybox at `path` (the copy
-/// is kbxscope's own, not counted; removed at the end of the run).
-fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally) -> Result<(), SweepError> {
+/// One import onto a fresh private copy of the store at `path` (the copy
+/// is kbxscope's own, not counted; removed at the end of the run): a
+/// keybox, or keyboxd's database run as `keyboxd` says.
+fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally, keyboxd: Option<Keyboxd>) -> Result<(), SweepError> {
     let copy = PrivateCopy::of(path, None).map_err(|error| SweepError::Private { error })?;
     let judge = Judge { version: plan.version, now: plan.at };
-    workload::import::into_keybox(copy.store(), tally, plan.keys, judge, |_| {})?;
+    match keyboxd {
+        None => workload::import::into_keybox(copy.store(), tally, plan.keys, judge, |_| {})?,
+        Some(how) => workload::keyboxd_import::into_keyboxd(copy.store(), tally, plan.keys, judge, how, |_| {})?,
+    };
     Ok(())
 }
 
@@ -148,26 +158,32 @@ fn delta(after: &IoStats, before: &IoStats) -> IoStats {
 
 /// kbxscope's rows of `plan.sizes` on `path`, in a [`Sweep`] that says
 /// nothing yet of GnuPG, the seed or another store; `progress` is told
-/// before each run, and when they are over.
+/// before each run, and when they are over. An import into keyboxd's
+/// database has two rows per page-cache size: without and with gpg's
+/// `bulk-import`.
 ///
 /// # Errors
 /// The first failed run.
 pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Progress)) -> Result<Sweep, SweepError> {
     let (runs, warmup) = (plan.runs.max(1), plan.warmup);
-    let mut out = Vec::with_capacity(plan.sizes.len());
-    let total = plan.sizes.len() * (warmup + runs);
+    let bulk: &[bool] =
+        if plan.keyboxd && matches!(plan.workload, Workload::Import(_)) { &[false, true] } else { &[false] };
+    let rows: Vec<(&SweepSize, bool)> = plan.sizes.iter().flat_map(|s| bulk.iter().map(move |b| (s, *b))).collect();
+    let mut out = Vec::with_capacity(rows.len());
+    let total = rows.len() * (warmup + runs);
     let mut done = 0;
     let kind = if plan.keyboxd { StoreKind::Keyboxd } else { StoreKind::Keybox };
     // Every size's handles compare the file they open with the first one.
     let first = IoTally::new(plan.sizes.first().map_or_else(BufferSize::default, |s| s.size));
-    for (i, s) in plan.sizes.iter().enumerate() {
+    for (i, &(s, bulk_import)) in rows.iter().enumerate() {
         let tally = first.sibling(s.size);
         // `first` reads nothing: its changes are only the ones every size
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();
         let mut step = |warm: bool, run: usize, of: usize, done: usize| {
-            let (sizes, buffer, versus) = (plan.sizes.len(), s.size, plan.versus);
-            progress(Progress::Run(Step { size: i, sizes, buffer, versus, warmup: warm, run, of, done, total }));
+            let (sizes, buffer, versus) = (rows.len(), s.size, plan.versus);
+            let warmup = warm;
+            progress(Progress::Run(Step { size: i, sizes, buffer, versus, bulk_import, warmup, run, of, done, total }));
         };
         let _size =
             tracing::info_span!(target: "kbx::sweep", "size", buffer_size = s.size.bytes() as u64, label = %s.label)
@@ -175,7 +191,7 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
         for w in 0..warmup {
             step(true, w + 1, warmup, done);
             let _run = tracing::info_span!(target: "kbx::sweep", "warmup", run = w + 1, of = warmup).entered();
-            run_once(path, kind, plan, &tally)?;
+            run_once(path, kind, plan, &tally, bulk_import)?;
             done += 1;
         }
         let (mut wall, mut user, mut sys) = (Vec::new(), Vec::new(), Vec::new());
@@ -188,7 +204,7 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
             let (u0, s0) = cpu::times(libc::RUSAGE_SELF);
             let run = tracing::info_span!(target: "kbx::sweep", "run", run = k + 1, of = runs).entered();
             let start = Instant::now();
-            run_once(path, kind, plan, &tally)?;
+            run_once(path, kind, plan, &tally, bulk_import)?;
             let elapsed = start.elapsed();
             drop(run);
             let (u1, s1) = cpu::times(libc::RUSAGE_SELF);
@@ -204,7 +220,8 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
             done += 1;
         }
         out.push(SizeResult {
-            label: s.label.clone(),
+            label: if bulk_import { format!("{} bulk", s.label) } else { s.label.clone() },
+            bulk_import,
             buffer_size: s.size.bytes() as u64,
             events: one.events,
             bytes_read: one.bytes_read,

@@ -250,10 +250,11 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
     if let Some(v) = &sweep.versus {
         // keyboxd's database beside the keybox: its page-cache sizes on the
         // same axis, in green.
-        let line = |value: &dyn Fn(&SizeResult) -> f64, bars: bool| {
+        let line = |value: &dyn Fn(&SizeResult) -> f64, bars: bool, bulk: bool| {
             let mut points: Vec<(f64, f64)> = v
                 .results
                 .iter()
+                .filter(|r| r.bulk_import == bulk)
                 .filter(|r| r.buffer_size > 0 && value(r) > 0.0)
                 .map(|r| (r.buffer_size as f64 / 1024.0, value(r)))
                 .collect();
@@ -261,23 +262,23 @@ pub fn svg(sweep: &Sweep) -> Result<Vec<u8>, PlotError> {
             let bars = if bars {
                 v.results
                     .iter()
+                    .filter(|r| r.bulk_import == bulk)
                     .filter(|r| r.buffer_size > 0 && r.wall_s.max > r.wall_s.min && r.wall_s.min > 0.0)
                     .map(|r| (r.buffer_size as f64 / 1024.0, r.wall_s.min, r.wall_s.max))
                     .collect()
             } else {
                 Vec::new()
             };
-            Series {
-                name: "keyboxd's database (page cache)".into(),
-                ours: false,
-                color: RGBColor(44, 160, 44),
-                dashed: false,
-                points,
-                bars,
-            }
+            let name = if bulk { "keyboxd's database, bulk import" } else { "keyboxd's database (page cache)" };
+            Series { name: name.into(), ours: false, color: RGBColor(44, 160, 44), dashed: bulk, points, bars }
         };
-        events.push(line(&|r| r.total_events() as f64, false));
-        times.push(line(&|r| r.wall_s.mean, true));
+        events.push(line(&|r| r.total_events() as f64, false, false));
+        times.push(line(&|r| r.wall_s.mean, true, false));
+        if v.results.iter().any(|r| r.bulk_import) {
+            // An import's second row per page-cache size: gpg's bulk-import.
+            events.push(line(&|r| r.total_events() as f64, false, true));
+            times.push(line(&|r| r.wall_s.mean, true, true));
+        }
         for s in events.iter_mut().chain(times.iter_mut()).filter(|s| s.ours) {
             s.name = "keybox (read buffer)".into();
         }
@@ -331,6 +332,7 @@ mod tests {
         SizeResult {
             label: label.into(),
             buffer_size: bytes,
+            bulk_import: false,
             events: PerOp { open: 1, read: reads, seek: 0, close: 1, stat: 1 },
             bytes_read: 0,
             logical_reads: 0,

@@ -112,6 +112,10 @@ pub struct SizeResult {
     pub label: String,
     /// The buffer in bytes (0 = unbuffered).
     pub buffer_size: u64,
+    /// An import into keyboxd's database with gpg's `bulk-import` (one
+    /// transaction for all keys); the label ends in ` bulk`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub bulk_import: bool,
     /// File events of one run (open, read, seek, close, stat, total).
     pub events: crate::events::PerOp,
     /// Bytes `read(2)` returned in one run.
@@ -152,11 +156,25 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 impl SizeResult {
     /// File events of one run, every operation (the table's and the
     /// exports' total).
     pub fn total_events(&self) -> u64 {
         self.events.total() + self.other_events
+    }
+
+    /// The row's buffer for display, and gpg's `bulk-import` when it was
+    /// used: `8 KiB`, `2000 KiB, bulk import`.
+    pub fn shown(&self) -> String {
+        if self.bulk_import {
+            format!("{}, bulk import", self.buffer())
+        } else {
+            self.buffer().to_string()
+        }
     }
 
     /// The buffer (0 bytes = unbuffered), for display: `8 KiB`, `unbuffered`.

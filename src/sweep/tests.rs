@@ -193,6 +193,7 @@ fn the_verdict_names_the_faster_store() {
     let row = |label: &str, mean: f64| SizeResult {
         label: label.into(),
         buffer_size: 8192,
+        bulk_import: false,
         events: Default::default(),
         bytes_read: 0,
         logical_reads: 0,

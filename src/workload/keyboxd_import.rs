@@ -36,10 +36,20 @@ use crate::keyboxd::write::rows_of;
 use crate::openpgp::incoming::{merge, IncomingKey};
 use crate::openpgp::{Judge, SigPacket};
 
+/// How keyboxd is run for an import.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keyboxd {
+    /// gpg's `--import-options bulk-import`: one transaction for all keys.
+    pub bulk: bool,
+    /// SQLite's page cache in KiB (`sweep`'s sizes); keyboxd's own,
+    /// SQLite's default, when `None`.
+    pub cache_kib: Option<u64>,
+}
+
 /// Import `keys` into keyboxd's database at `db` (a private copy; made if
 /// it does not exist), its events counted in `tally`, as `judge`'s gpg
-/// would at `judge.now`, in one transaction with `bulk` (gpg's
-/// `bulk-import`); each key's outcome handed to `emit`.
+/// would at `judge.now`, as `how` says; each key's outcome handed to
+/// `emit`.
 ///
 /// # Errors
 /// The first request that failed.
@@ -48,18 +58,22 @@ pub fn into_keyboxd(
     tally: &IoTally,
     keys: &[IncomingKey],
     judge: Judge,
-    bulk: bool,
+    how: Keyboxd,
     mut emit: impl FnMut(&KeyImported),
 ) -> Result<ImportSummary, ImportError> {
     let _cmd =
-        tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd", bulk).entered();
+        tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd", bulk = how.bulk)
+            .entered();
     let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
     let mut lock = KeyboxWriter::new(db, tally);
     let result = lock.lock().map_err(ImportError::from).and_then(|()| {
         let database = Database::open_private(db, tally)?;
+        if let Some(kib) = how.cache_kib {
+            database.set_cache_kib(kib)?;
+        }
         let created = crate::timefmt::rfc3339(i64::from(now)).replace('T', " ");
         let server = store::start(&database, created.trim_end_matches('Z'))?;
-        if bulk {
+        if how.bulk {
             server.begin_bulk();
         }
         let (lookups, import) = (server.connect(), server.connect());

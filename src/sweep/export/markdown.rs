@@ -50,7 +50,7 @@ pub(super) fn markdown(results: &[SizeResult]) -> Vec<u8> {
         let _ = write!(
             s,
             "| {} | {} | {:.3} ± {:.3} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} |",
-            r.buffer(),
+            r.shown(),
             r.total_events(),
             r.wall_s.mean,
             r.wall_s.stddev,

@@ -34,9 +34,8 @@ impl Exporter for Table {
 
 /// Keybox or keyboxd: the fastest row of each, side by side.
 fn verdict(v: &Verdict<'_>) -> String {
-    let row = |r: &SizeResult| {
-        format!("{} ({} file events, {:.3} s)", r.buffer(), thousands(r.total_events()), r.wall_s.mean)
-    };
+    let row =
+        |r: &SizeResult| format!("{} ({} file events, {:.3} s)", r.shown(), thousands(r.total_events()), r.wall_s.mean);
     let faster = match v.faster {
         StoreKind::Keyboxd => "keyboxd",
         StoreKind::Keybox => "the keybox",
@@ -188,7 +187,7 @@ fn ours_columns(
     wide: bool,
 ) -> Vec<Column> {
     let mut cols = vec![
-        Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
+        Column::new(["", "buffer"], results, SizeResult::shown),
         Column::new(["file", "events"], results, |r| thousands(r.total_events())),
     ];
     if wide {
@@ -228,7 +227,7 @@ fn program_columns(
         move |r| ran(r).map_or_else(|| "-".to_string(), f)
     }
     let mut cols = vec![
-        Column::new(["", "buffer"], results, |r| r.buffer().to_string()),
+        Column::new(["", "buffer"], results, SizeResult::shown),
         Column::new([tool, "events"], results, |r| ran(r).map_or_else(|| "not run".into(), |p| thousands(p.events))),
         Column::new([time_head, "mean"], results, cell(&|p| t(p.wall_s.mean))),
         Column::new(["", "± σ"], results, cell(&|p| format!("± {}", t(p.wall_s.stddev)))),
@@ -264,6 +263,7 @@ mod tests {
         let row = |label: &str, bytes: u64, reads: u64, time: f64| SizeResult {
             label: label.into(),
             buffer_size: bytes,
+            bulk_import: false,
             events: PerOp { open: 3074, read: reads, seek: 575, close: 3074, stat: 3074 },
             bytes_read: 0,
             logical_reads: 0,
