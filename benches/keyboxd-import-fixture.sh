@@ -4,15 +4,19 @@
 # `import_into_keyboxd_makes_keyboxds_calls` holds kbxscope's replay against it.
 #
 # Usage:
-#   keyboxd-import-fixture.sh            # gpg --import
-#   BULK=1 keyboxd-import-fixture.sh     # gpg --import-options bulk-import --import
+#   keyboxd-import-fixture.sh                  # gpg --import into a new keyboxd home
+#   MODE=bulk keyboxd-import-fixture.sh        # the same with --import-options bulk-import
+#   MODE=again keyboxd-import-fixture.sh       # the keys imported a second time (all unchanged)
+#   MODE=refresh keyboxd-import-fixture.sh     # onto the keys with their signatures made before
+#                                              # 2016 only (--import-filter drop-sig): new signatures
+#   (only the last import is traced; the first of `again` and `refresh` is not)
 #
 # Environment:
 #   CHROOT=/srv/trixie    a Debian 13 (trixie) chroot with gpg 2.4, strace, sqlite3, /proc mounted:
 #       debootstrap --variant=minbase --include=gnupg,gpgsm,gnupg-utils,strace,sqlite3 trixie DIR
 #       mount -t proc proc DIR/proc
 #   OUT=tests/fixtures/keyboxd/debian-subset.import-events.txt
-#       (with BULK=1: tests/fixtures/keyboxd/debian-subset.bulk-import-events.txt)
+#       (with MODE=bulk, again, refresh: debian-subset.MODE-import-events.txt beside it)
 #
 # What it does:
 #   * The keys: the machine's gpg (2.2.40) exports every key of tests/fixtures/real/debian-subset.kbx
@@ -27,14 +31,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CHROOT=${CHROOT:-/srv/trixie}
-BULK=${BULK:-}
-if [ -n "$BULK" ]; then
-  OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.bulk-import-events.txt}
-  options=(--import-options bulk-import)
-else
-  OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.import-events.txt}
-  options=()
-fi
+MODE=${MODE:-new}
+first=()
+case $MODE in
+  new) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.import-events.txt}; options=() ;;
+  bulk) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.bulk-import-events.txt}; options=(--import-options bulk-import) ;;
+  again) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.again-import-events.txt}; options=(); first=(--import) ;;
+  refresh)
+    OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.refresh-import-events.txt}; options=()
+    first=(--import-filter "drop-sig=sig_created_d > 2016-01-01" --import)
+    ;;
+  *) echo "MODE: new, bulk, again or refresh" >&2; exit 2 ;;
+esac
 [ -e "$CHROOT/proc/self/stat" ] || { echo "$CHROOT: no chroot with /proc mounted" >&2; exit 1; }
 work=$(mktemp -d)
 inner=/tmp/kbxscope-import-fixture
@@ -57,8 +65,15 @@ cat > "$outer/keyboxd-strace" <<WRAP
 exec strace -D -f -y -o $inner/keyboxd.trace /usr/lib/gnupg/keyboxd "\$@"
 WRAP
 chmod +x "$outer/keyboxd-strace"
+if [ ${#first[@]} -gt 0 ]; then
+  # The first import, by an untraced keyboxd.
+  printf 'use-keyboxd\n' > "$outer/home/common.conf"
+  chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${first[@]}" "$inner/keys.gpg" 2>/dev/null
+  chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
+  for _ in $(seq 100); do [ -e "$outer/home/public-keys.d/pubring.db.lock" ] || break; sleep 0.1; done
+fi
 printf 'use-keyboxd\nkeyboxd-program %s/keyboxd-strace\n' "$inner" > "$outer/home/common.conf"
-summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${options[@]}" --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:' | tr -s ' ' | tr '\n' ';')
+summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${options[@]}" --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:|unchanged:|new signatures:|new user IDs:|new subkeys:' | tr -s ' ' | tr '\n' ';')
 chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
 # strace -D ends when keyboxd does.
 for _ in $(seq 100); do pgrep -f "$inner/keyboxd.trace" >/dev/null || break; sleep 0.1; done
@@ -66,6 +81,7 @@ for _ in $(seq 100); do pgrep -f "$inner/keyboxd.trace" >/dev/null || break; sle
 {
   echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 ${options[*]:+(${options[*]}) }imported the"
   echo "# Debian subset's keys into a new keyboxd home (benches/keyboxd-import-fixture.sh, $(date -u '+%Y-%m-%d %H:%M UTC'))"
+  [ ${#first[@]} -eq 0 ] || echo "# (mode $MODE: onto the database of a first, untraced gpg ${first[*]} of the same keys)"
   echo "# keys: sha256 $(sha256sum "$work/keys.gpg" | cut -c1-16), $(wc -c < "$work/keys.gpg") bytes; gpg said: $summary"
   echo "# counts: calls naming the file or an fd on it (strace -y); format: count call file"
   python3 - "$outer/keyboxd.trace" "$inner/home/public-keys.d" <<'PY'

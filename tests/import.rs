@@ -200,6 +200,42 @@ fn same_blobs(gpgs: &Path, ours: &Path) {
     }
 }
 
+/// A GnuPG home in `dir` (`stale`) holding `keys` with their signatures
+/// made before 2016 only, as gpg 2.2 imports them with `--import-filter
+/// drop-sig=sig_created_d > 2016-01-01`.
+fn stale_home(dir: &Path, keys: &Path) -> std::path::PathBuf {
+    let stale = dir.join("stale");
+    std::fs::create_dir(&stale).unwrap();
+    let status = Command::new("gpg")
+        .arg("--homedir")
+        .arg(&stale)
+        .args(["--batch", "--import-filter", "drop-sig=sig_created_d > 2016-01-01", "--import"])
+        .arg(keys)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    crate::common::stop_gnupg_daemons(&stale);
+    stale
+}
+
+/// `keys` with their signatures made before 2016 only ([`stale_home`]),
+/// exported by gpg into `dir/stale.gpg`.
+pub(crate) fn stale_keys(dir: &Path, keys: &Path) -> std::path::PathBuf {
+    let stale = stale_home(dir, keys);
+    let out = dir.join("stale.gpg");
+    let status = Command::new("gpg")
+        .arg("--homedir")
+        .arg(&stale)
+        .args(["--batch", "--output"])
+        .arg(&out)
+        .arg("--export")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    crate::common::stop_gnupg_daemons(&stale);
+    out
+}
+
 /// gpg 2.2.40 refreshes six keys it holds with signatures made before
 /// 2016 only (imported with `--import-filter drop-sig`): 190 new
 /// signatures. The replay, onto a copy of that keybox, finds the same,
@@ -208,17 +244,7 @@ fn same_blobs(gpgs: &Path, ours: &Path) {
 fn refresh_makes_gpgs_calls() {
     let dir = tempfile::tempdir().unwrap();
     let keys = export_subset(dir.path(), 6);
-    let stale = dir.path().join("stale");
-    std::fs::create_dir(&stale).unwrap();
-    let status = Command::new("gpg")
-        .arg("--homedir")
-        .arg(&stale)
-        .args(["--batch", "--import-filter", "drop-sig=sig_created_d > 2016-01-01", "--import"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
-    crate::common::stop_gnupg_daemons(&stale);
+    let stale = stale_home(dir.path(), &keys);
     let before = dir.path().join("before.kbx");
     std::fs::copy(stale.join("pubring.kbx"), &before).unwrap();
     let (theirs, gpg_err) = gpg_import_traced(&stale, &keys, &[]);

@@ -96,23 +96,74 @@ fn ours(summary: &serde_json::Value, db: &Path) -> BTreeMap<(String, String), u6
 /// the database holds the
 /// same keyblobs, and the summary is gpg's.
 fn import_into_keyboxd_makes_keyboxds_calls() {
-    same_as_keyboxd("debian-subset.import-events.txt", &[]);
+    same_as_keyboxd("debian-subset.import-events.txt", &[], Start::Empty);
+}
+
+/// The same keys imported a second time, onto the database of the first
+/// import: every key unchanged, gpg's lookups of the signers, and its
+/// lookup of a key's user id only when no lookup found the key before
+/// (`debian-subset.again-import-events.txt`).
+fn import_again_makes_keyboxds_calls() {
+    same_as_keyboxd("debian-subset.again-import-events.txt", &[], Start::Again);
+}
+
+/// A refresh: the keys onto a database that holds them with their
+/// signatures made before 2016 only (gpg 2.2's `--import-filter
+/// drop-sig`, exported, imported by the replay): 964 new signatures, each
+/// key updated in its transaction, the freed pages zeroed as Debian's
+/// SQLite does (`debian-subset.refresh-import-events.txt`).
+fn refresh_in_keyboxd_makes_keyboxds_calls() {
+    same_as_keyboxd("debian-subset.refresh-import-events.txt", &[], Start::Stale);
 }
 
 /// The same with gpg's `--import-options bulk-import`: one transaction
 /// for all the keys (keyboxd's start keeps its own), held against keyboxd
 /// run so (`debian-subset.bulk-import-events.txt`).
 fn bulk_import_makes_keyboxds_calls() {
-    same_as_keyboxd("debian-subset.bulk-import-events.txt", &["--bulk-import"]);
+    same_as_keyboxd("debian-subset.bulk-import-events.txt", &["--bulk-import"], Start::Empty);
 }
 
-/// The replay of the Debian subset's import with `extra` options, held
-/// against the fixture `name` (see [`import_into_keyboxd_makes_keyboxds_calls`]).
-fn same_as_keyboxd(name: &str, extra: &[&str]) {
+/// The database an import starts from.
+enum Start {
+    /// A new one (`--onto keyboxd`).
+    Empty,
+    /// The replay's import of the same keys.
+    Again,
+    /// The replay's import of the keys with their signatures made before
+    /// 2016 only.
+    Stale,
+}
+
+/// The database of `keys` as the replay imports them (checked against
+/// keyboxd by [`import_into_keyboxd_makes_keyboxds_calls`]), at `db`.
+fn imported(keys: &Path, db: &Path) {
+    let o = run(["import", "--onto", "keyboxd", "--out", db.to_str().unwrap(), keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// The replay of the Debian subset's import with `extra` options from
+/// `start`, held against the fixture `name` (see
+/// [`import_into_keyboxd_makes_keyboxds_calls`]).
+fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
     let dir = tempfile::tempdir().unwrap();
     let keys = crate::import::export_subset(dir.path(), 24);
+    let onto = match start {
+        Start::Empty => "keyboxd".to_string(),
+        Start::Again | Start::Stale => {
+            let first = match start {
+                Start::Stale => crate::import::stale_keys(dir.path(), &keys),
+                _ => keys.clone(),
+            };
+            // Named as keyboxd names it: the copy keeps the name, and the
+            // journal's name follows.
+            let db = dir.path().join("first/pubring.db");
+            std::fs::create_dir(db.parent().unwrap()).unwrap();
+            imported(&first, &db);
+            db.to_str().unwrap().to_string()
+        }
+    };
     let made = dir.path().join("made.db");
-    let mut args = vec!["--io-summary=json", "import", "--onto", "keyboxd", "--out", made.to_str().unwrap()];
+    let mut args = vec!["--io-summary=json", "import", "--onto", &onto, "--out", made.to_str().unwrap()];
     args.extend(extra);
     args.push(keys.to_str().unwrap());
     let o = run(args);
@@ -129,11 +180,13 @@ fn same_as_keyboxd(name: &str, extra: &[&str]) {
     let mut got = ours(&summary, Path::new(&store));
     let r = recorded(name);
     let mut want = r.counts.clone();
-    // Only the real run: public-keys.d made (mkdir, chmod, one stat). Only
-    // the replay: the database's close (keyboxd is killed with it open),
-    // and the three stats SQLite makes as it closes (strace shows them
-    // between the last unlock and the close).
-    *want.get_mut(&(".".into(), "stat".into())).unwrap() -= 3;
+    // Only the real run: keyboxd's look at public-keys.d (a stat and a
+    // chmod; a mkdir and one more stat when it makes it). Only the replay:
+    // the database's close (keyboxd is killed with it open), and the three
+    // stats SQLite makes as it closes (strace shows them between the last
+    // unlock and the close).
+    let made_dir = matches!(start, Start::Empty);
+    *want.get_mut(&(".".into(), "stat".into())).unwrap() -= if made_dir { 3 } else { 2 };
     *got.get_mut(&("pubring.db".into(), "close".into())).unwrap() -= 1;
     *got.get_mut(&("pubring.db".into(), "stat".into())).unwrap() -= 3;
     got.retain(|_, n| *n > 0);
@@ -167,7 +220,13 @@ fn same_as_keyboxd(name: &str, extra: &[&str]) {
     let printed: Vec<String> = stderr(&o)
         .lines()
         .filter_map(|l| l.strip_prefix("kbxscope: "))
-        .filter(|l| l.contains("Total number processed") || l.trim_start().starts_with("imported"))
+        .filter(|l| {
+            let l = l.trim_start();
+            l.starts_with("Total number processed")
+                || ["imported:", "unchanged:", "new signatures:", "new user IDs:", "new subkeys:"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+        })
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(printed, said);
@@ -223,6 +282,8 @@ fn keyboxd_refusals_are_one_line() {
 crate::tests![
     import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
     bulk_import_makes_keyboxds_calls needs ["gpg"],
+    import_again_makes_keyboxds_calls needs ["gpg"],
+    refresh_in_keyboxd_makes_keyboxds_calls needs ["gpg"],
     import_onto_a_database_reads_it_only needs ["gpg"],
     keyboxd_refusals_are_one_line needs ["gpg"],
 ];

@@ -15,14 +15,21 @@
 //!   fingerprint, then `STORE --insert` for a new key (one transaction),
 //!   or gpg's merge and `STORE --update` for a key present that gains
 //!   something; then a `SEARCH` for the fingerprint (the user id gpg
-//!   prints) and one by key id with `NEXT` to the end (gpg asks its agent
-//!   for the secret key, which a replay's agent does not hold).
+//!   prints, unless a lookup of this run found the key already: gpg's
+//!   cache of user ids), and for a key written one by key id with `NEXT`
+//!   to the end (gpg asks its agent for the secret key, which a replay's
+//!   agent does not hold).
 //! * **`bulk-import`** (`--import-options bulk-import`): gpg sends
 //!   `TRANSACTION begin` on its first connection and `TRANSACTION commit`
 //!   as it exits: every search and store between runs in one transaction
 //!   (keyboxd's start still runs its own).
+//! * **SQLite as Debian builds it**: keyboxd uses the system's SQLite;
+//!   Debian's (and Ubuntu's) turns `secure_delete` on, so an update's
+//!   freed pages are zeroed, written and journaled. The replay does the
+//!   same.
 //! * **keyboxd's exit**: the lock's files removed.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use super::import::{blob_of, keyblock_of, ImportError, ImportSummary, KeyImported, KeyOutcome};
@@ -30,7 +37,7 @@ use crate::io::sqlite::{Database, DbError};
 use crate::io::update::KeyboxWriter;
 use crate::io::IoTally;
 use crate::kbx::{parse_blob, Blob};
-use crate::keyboxd::server::{Search, Server, Session};
+use crate::keyboxd::server::{Found, Search, Server, Session};
 use crate::keyboxd::store::{self, StoreMode};
 use crate::keyboxd::write::rows_of;
 use crate::openpgp::incoming::{merge, IncomingKey};
@@ -68,6 +75,10 @@ pub fn into_keyboxd(
     let mut lock = KeyboxWriter::new(db, tally);
     let result = lock.lock().map_err(ImportError::from).and_then(|()| {
         let database = Database::open_private(db, tally)?;
+        // keyboxd links the system's SQLite; Debian's (and so Ubuntu's) is
+        // built with SECURE_DELETE: the pages a store frees are zeroed,
+        // written and journaled.
+        database.set_secure_delete(true)?;
         if let Some(kib) = how.cache_kib {
             database.set_cache_kib(kib)?;
         }
@@ -76,10 +87,11 @@ pub fn into_keyboxd(
         if how.bulk {
             server.begin_bulk();
         }
-        let (lookups, import) = (server.connect(), server.connect());
+        let sessions = Sessions { lookups: server.connect(), import: server.connect() };
+        let mut uids = UidCache::default();
         let mut summary = ImportSummary::default();
         for key in keys {
-            let outcome = one_key(&server, lookups, import, key, now)?;
+            let outcome = one_key(&server, &sessions, &mut uids, key, now)?;
             summary.count(&outcome);
             let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
@@ -95,13 +107,37 @@ pub fn into_keyboxd(
     Ok(summary)
 }
 
-fn one_key(
-    server: &Server<'_>,
+/// gpg's cache of user ids (`objcache`): the fingerprints of every
+/// keyblock one of its lookups found (the signers', the user ids'); the
+/// user id gpg prints for a key is looked up only when its fingerprint is
+/// not there. (Its own search for the key to import, the "fast" one, does
+/// not fill it.)
+#[derive(Default)]
+struct UidCache(HashSet<Vec<u8>>);
+
+impl UidCache {
+    /// A keyblock a lookup found.
+    fn put(&mut self, found: &Found) {
+        if let Ok(Blob::Key(blob)) = parse_blob(&found.blob) {
+            self.0.extend(blob.keys().map(|k| k.fingerprint.to_vec()));
+        }
+    }
+}
+
+/// The requests of gpg's session that looks keys up, and of its import's.
+struct Sessions {
     lookups: Session,
     import: Session,
+}
+
+fn one_key(
+    server: &Server<'_>,
+    s: &Sessions,
+    uids: &mut UidCache,
     key: &IncomingKey,
     now: u32,
 ) -> Result<KeyOutcome, ImportError> {
+    let Sessions { lookups, import } = *s;
     let _key =
         tracing::info_span!(target: "kbx::lookup", "key", kid = %crate::kbx::dump::hex_upper(&key.key_id)).entered();
     if key.first_user_id().is_none() {
@@ -110,7 +146,9 @@ fn one_key(
     for sig in key.components.iter().flat_map(|c| &c.sigs) {
         let Some(kid) = SigPacket::parse(sig).ok().and_then(|s| s.issuer) else { continue };
         if kid != key.key_id {
-            server.search(lookups, &Search::LongKid(kid))?;
+            if let Some(found) = server.search(lookups, &Search::LongKid(kid))? {
+                uids.put(&found);
+            }
         }
     }
     let fpr = Search::Fpr(key.fingerprint.clone());
@@ -126,19 +164,31 @@ fn one_key(
             })?;
             let added = merge(&mut old, key);
             if !added.any() {
+                user_id(server, import, uids, key)?;
                 return Ok(KeyOutcome::Unchanged);
             }
             store_key(server, &old, now, StoreMode::Update)?;
             KeyOutcome::Merged { user_ids: added.user_ids, subkeys: added.subkeys, signatures: added.signatures }
         }
     };
-    server.search(import, &fpr)?;
+    user_id(server, import, uids, key)?;
     let kid = Search::LongKid(key.key_id);
     let mut found = server.search(import, &kid)?;
     while found.is_some() {
         found = server.next(import)?;
     }
     Ok(outcome)
+}
+
+/// The user id gpg prints for `key`: from its cache, else looked up by
+/// fingerprint.
+fn user_id(server: &Server<'_>, session: Session, uids: &mut UidCache, key: &IncomingKey) -> Result<(), ImportError> {
+    if !uids.0.contains(&key.fingerprint) {
+        if let Some(found) = server.search(session, &Search::Fpr(key.fingerprint.clone()))? {
+            uids.put(&found);
+        }
+    }
+    Ok(())
 }
 
 /// `STORE` of `key` as gpg sends it: the keyblock a keybox blob of it holds.

@@ -233,6 +233,16 @@ impl Database {
         conn.execute_batch(&format!("PRAGMA cache_size = -{}", kib.max(1))).map_err(|e| self.error(e))
     }
 
+    /// Turn SQLite's `secure_delete` on or off (no file access): freed
+    /// pages overwritten with zeros, so written and journaled.
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub(crate) fn set_secure_delete(&self, on: bool) -> Result<(), DbError> {
+        let conn = self.conn.as_ref().expect("open until dropped");
+        conn.execute_batch(&format!("PRAGMA secure_delete = {}", u8::from(on))).map_err(|e| self.error(e))
+    }
+
     /// Wrap SQLite's error for a row the caller could not take.
     pub(crate) fn row_error(&self, e: rusqlite::Error) -> DbError {
         self.error(e)
