@@ -9,7 +9,9 @@
 #   MODE=again keyboxd-import-fixture.sh       # the keys imported a second time (all unchanged)
 #   MODE=refresh keyboxd-import-fixture.sh     # onto the keys with their signatures made before
 #                                              # 2016 only (--import-filter drop-sig): new signatures
-#   (only the last import is traced; the first of `again` and `refresh` is not)
+#   MODE=delete keyboxd-import-fixture.sh      # gpg --batch --yes --delete-keys of the 1st, 5th
+#                                              # and 10th key and of a fingerprint not there
+#   (only the last gpg run is traced; the first import of again, refresh and delete is not)
 #
 # Environment:
 #   CHROOT=/srv/trixie    a Debian 13 (trixie) chroot with gpg 2.4, strace, sqlite3, /proc mounted:
@@ -41,7 +43,8 @@ case $MODE in
     OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.refresh-import-events.txt}; options=()
     first=(--import-filter "drop-sig=sig_created_d > 2016-01-01" --import)
     ;;
-  *) echo "MODE: new, bulk, again or refresh" >&2; exit 2 ;;
+  delete) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.delete-events.txt}; options=(); first=(--import) ;;
+  *) echo "MODE: new, bulk, again, refresh or delete" >&2; exit 2 ;;
 esac
 [ -e "$CHROOT/proc/self/stat" ] || { echo "$CHROOT: no chroot with /proc mounted" >&2; exit 1; }
 work=$(mktemp -d)
@@ -73,13 +76,23 @@ if [ ${#first[@]} -gt 0 ]; then
   for _ in $(seq 100); do [ -e "$outer/home/public-keys.d/pubring.db.lock" ] || break; sleep 0.1; done
 fi
 printf 'use-keyboxd\nkeyboxd-program %s/keyboxd-strace\n' "$inner" > "$outer/home/common.conf"
-summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${options[@]}" --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:|unchanged:|new signatures:|new user IDs:|new subkeys:' | tr -s ' ' | tr '\n' ';')
+if [ "$MODE" = delete ]; then
+  # shellcheck disable=SC2086  # one fingerprint per word
+  set -- $fprs
+  gone="$1 $5 ${10} 0000000000000000000000000000000000000000"
+  # shellcheck disable=SC2086
+  summary="delete $gone: $(chroot "$CHROOT" gpg --homedir "$inner/home" --batch --yes --delete-keys $gone 2>&1 | tr -s ' ' | tr '\n' ';' || true)"
+else
+  summary=$(chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${options[@]}" --import "$inner/keys.gpg" 2>&1 | grep -E 'Total number processed|imported:|unchanged:|new signatures:|new user IDs:|new subkeys:' | tr -s ' ' | tr '\n' ';')
+fi
 chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
 # strace -D ends when keyboxd does.
 for _ in $(seq 100); do pgrep -f "$inner/keyboxd.trace" >/dev/null || break; sleep 0.1; done
 
 {
-  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 ${options[*]:+(${options[*]}) }imported the"
+  what="imported the"
+  [ "$MODE" != delete ] || what="deleted keys (see below) of the"
+  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 ${options[*]:+(${options[*]}) }$what"
   echo "# Debian subset's keys into a new keyboxd home (benches/keyboxd-import-fixture.sh, $(date -u '+%Y-%m-%d %H:%M UTC'))"
   [ ${#first[@]} -eq 0 ] || echo "# (mode $MODE: onto the database of a first, untraced gpg ${first[*]} of the same keys)"
   echo "# keys: sha256 $(sha256sum "$work/keys.gpg" | cut -c1-16), $(wc -c < "$work/keys.gpg") bytes; gpg said: $summary"

@@ -116,6 +116,15 @@ fn refresh_in_keyboxd_makes_keyboxds_calls() {
     same_as_keyboxd("debian-subset.refresh-import-events.txt", &[], Start::Stale);
 }
 
+/// gpg 2.4's `--batch --yes --delete-keys` of three keys and a fingerprint
+/// not there, with keyboxd, replayed by `delete --onto DATABASE`: the same
+/// calls (each key a search, the secret-key search on gpg's other
+/// connection, one transaction), the same keyblobs left, the same words
+/// for the missing key and a failure (`debian-subset.delete-events.txt`).
+fn delete_from_keyboxd_makes_keyboxds_calls() {
+    same_as_keyboxd("debian-subset.delete-events.txt", &[], Start::Again);
+}
+
 /// The same with gpg's `--import-options bulk-import`: one transaction
 /// for all the keys (keyboxd's start keeps its own), held against keyboxd
 /// run so (`debian-subset.bulk-import-events.txt`).
@@ -163,11 +172,27 @@ fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
         }
     };
     let made = dir.path().join("made.db");
-    let mut args = vec!["--io-summary=json", "import", "--onto", &onto, "--out", made.to_str().unwrap()];
-    args.extend(extra);
-    args.push(keys.to_str().unwrap());
+    let r = recorded(name);
+    // A delete's fingerprints: the fixture's `gpg said: delete F…: …`.
+    let deleting = r.said.strip_prefix("delete ").map(|d| d.split(':').next().unwrap().to_string());
+    let mut args = vec!["--io-summary=json"];
+    match &deleting {
+        Some(fprs) => {
+            args.extend(["delete", "--onto", &onto, "--out", made.to_str().unwrap()]);
+            args.extend(fprs.split_whitespace());
+        }
+        None => {
+            args.extend(["import", "--onto", &onto, "--out", made.to_str().unwrap()]);
+            args.extend(extra);
+            args.push(keys.to_str().unwrap());
+        }
+    }
+    let before = std::fs::read(&onto).ok();
     let o = run(args);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&onto).ok(), before, "the database named is only read");
+    // A delete of a key not there fails, as gpg's does.
+    let failed = deleting.is_some() && r.said.contains("delete key failed");
+    assert_eq!(o.status.success(), !failed, "{}", stderr(&o));
     let summary = io_summary(&o);
     let store = summary["files"]
         .as_array()
@@ -178,7 +203,6 @@ fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
         .expect("the database's row")
         .to_string();
     let mut got = ours(&summary, Path::new(&store));
-    let r = recorded(name);
     let mut want = r.counts.clone();
     // Only the real run: keyboxd's look at public-keys.d (a stat and a
     // chmod; a mkdir and one more stat when it makes it). Only the replay:
@@ -215,6 +239,14 @@ fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
         .map(Result::unwrap)
         .collect();
     assert_eq!(blobs, r.keyblobs, "the keyblobs keyboxd stored");
+    if deleting.is_some() {
+        // gpg's words for the key not there.
+        for said in r.said.split(';').filter(|l| l.contains("not found:")) {
+            let line = format!("kbxscope: {}", &said[said.find("key \"").unwrap()..]);
+            assert!(stderr(&o).lines().any(|l| l == line), "{line}\n{}", stderr(&o));
+        }
+        return;
+    }
     // gpg's statistics.
     let said: Vec<String> = r.said.split(';').filter(|s| !s.is_empty()).map(|s| s.replace("gpg: ", "")).collect();
     let printed: Vec<String> = stderr(&o)
@@ -259,7 +291,7 @@ fn import_onto_a_database_reads_it_only() {
 }
 
 /// What the keyboxd replay does not take gets one line and exit 1: GnuPG
-/// 2.2 has no keyboxd, `delete` replays keyboxes only, and bulk import is
+/// 2.2 has no keyboxd (for import and delete alike), and bulk import is
 /// keyboxd's.
 fn keyboxd_refusals_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -269,9 +301,10 @@ fn keyboxd_refusals_are_one_line() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("keyboxd came with GnuPG 2.3"), "{}", stderr(&o));
     let db = fixture("keyboxd/gnupg-mixed.db");
-    let o = run(["delete", "--onto", db.to_str().unwrap(), "0000000000000000000000000000000000000000"]);
+    let zero = "0000000000000000000000000000000000000000";
+    let o = run(["--gnupg-version", "2.2", "delete", "--onto", db.to_str().unwrap(), zero]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("delete replays only keyboxes so far"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("keyboxd came with GnuPG 2.3"), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     let o = run(["import", "--bulk-import", keys.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -284,6 +317,7 @@ crate::tests![
     bulk_import_makes_keyboxds_calls needs ["gpg"],
     import_again_makes_keyboxds_calls needs ["gpg"],
     refresh_in_keyboxd_makes_keyboxds_calls needs ["gpg"],
+    delete_from_keyboxd_makes_keyboxds_calls needs ["gpg"],
     import_onto_a_database_reads_it_only needs ["gpg"],
     keyboxd_refusals_are_one_line needs ["gpg"],
 ];

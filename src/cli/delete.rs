@@ -6,24 +6,30 @@ use anyhow::{bail, Result};
 
 use super::args::DeleteArgs;
 use super::import::{on_private_copy, Onto};
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::workload::delete::{self, KeyDeleted};
 
 /// `delete`.
-pub(super) fn run(a: &DeleteArgs, now: i64, tally: &IoTally) -> Result<ExitCode> {
+pub(super) fn run(a: &DeleteArgs, version: GnupgVersion, now: i64, tally: &IoTally) -> Result<ExitCode> {
     let fingerprints = a.fingerprints.iter().map(|f| fingerprint(f)).collect::<Result<Vec<_>>>()?;
     let now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
+    let onto = Onto::resolve(Some(&a.onto), version)?;
+    // gpg's words for a key not there: the keybox's error, or keyboxd's.
+    let why = if matches!(onto, Onto::Keyboxd(_)) { "Not found" } else { "No public key" };
     let mut missing = 0;
     let emit = |k: &KeyDeleted| {
         if k.deleted {
             eprintln!("kbxscope: key {} deleted", k.fingerprint);
         } else {
             missing += 1;
-            eprintln!("kbxscope: key \"{}\" not found: No public key", k.fingerprint);
+            eprintln!("kbxscope: key \"{}\" not found: {why}", k.fingerprint);
         }
     };
-    let onto = Onto::resolve(Some(&a.onto), false)?;
-    on_private_copy(&onto, &a.replay, tally, |store| delete::from_keybox(store, tally, &fingerprints, now, emit))?;
+    on_private_copy(&onto, &a.replay, tally, |store| match onto {
+        Onto::Keybox(_) => delete::from_keybox(store, tally, &fingerprints, now, emit),
+        Onto::Keyboxd(_) => delete::from_keyboxd(store, tally, &fingerprints, now, emit),
+    })?;
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

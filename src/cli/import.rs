@@ -37,10 +37,7 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
             eprintln!("{}", message(k));
         }
     };
-    let onto = Onto::resolve(a.onto.as_deref(), true)?;
-    if matches!(onto, Onto::Keyboxd(_)) && judge.version == GnupgVersion::V2_2 {
-        bail!("keyboxd came with GnuPG 2.3: --gnupg-version 2.2 imports into keyboxes only");
-    }
+    let onto = Onto::resolve(a.onto.as_deref(), judge.version)?;
     if a.bulk_import && matches!(onto, Onto::Keybox(_)) {
         bail!("--bulk-import is keyboxd's (gpg ignores it on a keybox): import --onto keyboxd, a database or its home");
     }
@@ -72,20 +69,22 @@ impl Onto {
     /// What `--onto` names: nothing (a new keybox), `keyboxd` (a new
     /// database), or a store found as every command finds it
     /// ([`Store::open`], read-only, its events in a tally of its own: they
-    /// are not the replay's). keyboxd's databases only where `keyboxd`
-    /// says the replay has them.
-    pub(super) fn resolve(p: Option<&Path>, keyboxd: bool) -> Result<Self> {
+    /// are not the replay's). GnuPG 2.2 (`version`) has no keyboxd.
+    pub(super) fn resolve(p: Option<&Path>, version: GnupgVersion) -> Result<Self> {
         let Some(p) = p else { return Ok(Onto::Keybox(None)) };
-        let refuse = |what: &str| -> Result<Self> { bail!("{what} is keyboxd's; delete replays only keyboxes so far") };
-        if p == Path::new("keyboxd") {
-            return if keyboxd { Ok(Onto::Keyboxd(None)) } else { refuse("--onto keyboxd") };
+        let onto = if p == Path::new("keyboxd") {
+            Onto::Keyboxd(None)
+        } else {
+            let store = Store::open(p, &IoTally::with_observer(Default::default(), None))?;
+            match store.kind() {
+                StoreKind::Keyboxd => Onto::Keyboxd(Some(store.path().to_path_buf())),
+                _ => Onto::Keybox(Some(store.path().to_path_buf())),
+            }
+        };
+        if matches!(onto, Onto::Keyboxd(_)) && version == GnupgVersion::V2_2 {
+            bail!("keyboxd came with GnuPG 2.3: --gnupg-version 2.2 replays keyboxes only");
         }
-        let store = Store::open(p, &IoTally::with_observer(Default::default(), None))?;
-        match store.kind() {
-            StoreKind::Keyboxd if keyboxd => Ok(Onto::Keyboxd(Some(store.path().to_path_buf()))),
-            StoreKind::Keyboxd => refuse(&format!("'{}'", store.path().display())),
-            _ => Ok(Onto::Keybox(Some(store.path().to_path_buf()))),
-        }
+        Ok(onto)
     }
 }
 

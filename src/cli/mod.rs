@@ -141,7 +141,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Gen(a) => make::gen(a),
         Job::Convert(a) => make::convert(a, o.now, tally),
         Job::Import(a) => import::run(a, Judge { version: o.version, now: a.at.unwrap_or(o.now) }, tally),
-        Job::Delete(a) => delete::run(a, a.at.unwrap_or(o.now), tally),
+        Job::Delete(a) => delete::run(a, o.version, a.at.unwrap_or(o.now), tally),
         Job::Sweep(job) => sweep::run(job),
         Job::Record(r) => record::run(r, o.summary, o.trace.as_ref()),
     }

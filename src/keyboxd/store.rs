@@ -15,6 +15,8 @@
 //!   journal beside the database, syncs it and the database, and removes
 //!   it (`journal_mode` `delete`, `synchronous` full: SQLite's defaults,
 //!   which keyboxd keeps).
+//! * **`DELETE`**: one transaction deleting the key's rows from `userid`,
+//!   `fingerprint`, `issuer` and `pubkey`, in that order.
 //! * **`TRANSACTION begin`** (gpg's `--import-options bulk-import`, sent
 //!   on its first connection): keyboxd begins one transaction at the
 //!   first search or store after it; stores inside it neither begin nor
@@ -78,23 +80,44 @@ pub(crate) fn start<'db>(db: &'db Database, created: &str) -> Result<Server<'db>
 
 impl Server<'_> {
     /// A `STORE` request: `keyblob` with its `rows`, in one transaction
-    /// (rolled back if a statement fails).
+    /// ([`Self::transaction`]).
     ///
     /// # Errors
     /// SQLite's error.
     pub(crate) fn store(&self, keyblob: &[u8], rows: &Rows, mode: StoreMode) -> Result<(), DbError> {
+        self.transaction(|| self.store_rows(keyblob, rows, mode))
+    }
+
+    /// A `DELETE` request: the key with `ubid` removed from every table
+    /// (`userid`, `fingerprint`, `issuer`, `pubkey`), in one transaction
+    /// ([`Self::transaction`]).
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub(crate) fn delete(&self, ubid: &[u8]) -> Result<(), DbError> {
+        self.transaction(|| {
+            for table in ["userid", "fingerprint", "issuer", "pubkey"] {
+                exec(self.database(), &format!("DELETE from {table} WHERE ubid = ?1"), ubid_only(ubid))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// A request's statements in a transaction of their own (committed, or
+    /// rolled back if one fails), or inside the global one a client asked
+    /// for (begun here if it has not begun; not ended here).
+    fn transaction(&self, rows: impl FnOnce() -> Result<(), DbError>) -> Result<(), DbError> {
         let db = self.database();
         let bulk = self.bulk.get();
         if bulk.active {
-            // Inside the global transaction: neither begun nor ended here.
-            return self.store_rows(keyblob, rows, mode);
+            return rows();
         }
         exec(db, "begin transaction", |_| Ok(()))?;
         if bulk.asked {
             self.bulk.set(Bulk { active: true, ..bulk });
-            return self.store_rows(keyblob, rows, mode);
+            return rows();
         }
-        match self.store_rows(keyblob, rows, mode) {
+        match rows() {
             Ok(()) => exec(db, "commit", |_| Ok(())),
             Err(e) => {
                 let _ = exec(db, "rollback", |_| Ok(()));

@@ -72,18 +72,7 @@ pub fn into_keyboxd(
         tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd", bulk = how.bulk)
             .entered();
     let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
-    let mut lock = KeyboxWriter::new(db, tally);
-    let result = lock.lock().map_err(ImportError::from).and_then(|()| {
-        let database = Database::open_private(db, tally)?;
-        // keyboxd links the system's SQLite; Debian's (and so Ubuntu's) is
-        // built with SECURE_DELETE: the pages a store frees are zeroed,
-        // written and journaled.
-        database.set_secure_delete(true)?;
-        if let Some(kib) = how.cache_kib {
-            database.set_cache_kib(kib)?;
-        }
-        let created = crate::timefmt::rfc3339(i64::from(now)).replace('T', " ");
-        let server = store::start(&database, created.trim_end_matches('Z'))?;
+    serve(db, tally, now, how.cache_kib, |server| {
         if how.bulk {
             server.begin_bulk();
         }
@@ -91,7 +80,7 @@ pub fn into_keyboxd(
         let mut uids = UidCache::default();
         let mut summary = ImportSummary::default();
         for key in keys {
-            let outcome = one_key(&server, &sessions, &mut uids, key, now)?;
+            let outcome = one_key(server, &sessions, &mut uids, key, now)?;
             summary.count(&outcome);
             let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
@@ -99,12 +88,44 @@ pub fn into_keyboxd(
         // gpg's exit: its `TRANSACTION commit` (with bulk-import).
         server.commit_bulk()?;
         Ok(summary)
+    })
+}
+
+/// keyboxd serving one gpg run from the database at `db` (a private copy;
+/// made if it does not exist), at `now`, with SQLite's page cache
+/// `cache_kib` (keyboxd's own when `None`): its lock taken, the database
+/// opened and started as keyboxd does, `run` given the server; then the
+/// lock's files removed and its counters settled into `tally`, whatever
+/// `run` came to.
+///
+/// # Errors
+/// The first request that failed.
+pub(super) fn serve<T>(
+    db: &Path,
+    tally: &IoTally,
+    now: u32,
+    cache_kib: Option<u64>,
+    run: impl FnOnce(&Server<'_>) -> Result<T, ImportError>,
+) -> Result<T, ImportError> {
+    let mut lock = KeyboxWriter::new(db, tally);
+    let result = lock.lock().map_err(ImportError::from).and_then(|()| {
+        let database = Database::open_private(db, tally)?;
+        // keyboxd links the system's SQLite; Debian's (and so Ubuntu's) is
+        // built with SECURE_DELETE: the pages a store frees are zeroed,
+        // written and journaled.
+        database.set_secure_delete(true)?;
+        if let Some(kib) = cache_kib {
+            database.set_cache_kib(kib)?;
+        }
+        let created = crate::timefmt::rfc3339(i64::from(now)).replace('T', " ");
+        let server = store::start(&database, created.trim_end_matches('Z'))?;
+        run(&server)
     });
     let released = lock.exit();
     lock.settle();
-    let summary = result?;
+    let value = result?;
     released?;
-    Ok(summary)
+    Ok(value)
 }
 
 /// gpg's cache of user ids (`objcache`): the fingerprints of every
