@@ -11,6 +11,11 @@
 //! the keybox layer's own, and what would write is refused before it
 //! reaches the kernel. The counts equal `strace`'s.
 //!
+//! [`Database::open_private`] opens a write replay's private copy
+//! read-write on kbxscope's wrapper of that VFS: there SQLite's writes,
+//! truncations, unlinks and syncs (of the database, its journal and its
+//! directory) are made and counted too.
+//!
 //! SQLite itself is built from the source `rusqlite` bundles, with its
 //! default page cache (2000 KiB), no memory mapping, and the busy timeout
 //! `rusqlite` sets (5 s: a reader waits that long for a writer such as

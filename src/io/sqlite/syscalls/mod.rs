@@ -4,7 +4,8 @@
 //! `access`, `fcntl` locks, `readlink`, `close`, `mmap` — is one file event,
 //! timed, counted per file and traced like the keybox layer's, and equal
 //! to what `strace` sees (SQLite makes no file system call outside that
-//! table but `fsync`, which a reader never reaches).
+//! table but `fsync`/`fdatasync`, which a reader never reaches; a private
+//! copy's syncs are counted by the VFS wrapper of [`sync`]).
 //!
 //! Nothing is ever written beside a database kbxscope reads: while one is
 //! open on the thread, the calls that would change a file (`write`,
@@ -13,7 +14,9 @@
 //! `mmap`) are refused here with `EACCES` before they reach the kernel, and
 //! the refusal is remembered so that the caller can say what SQLite wanted.
 //! (SQLite opens kbxscope's databases read-only, so it has no reason to
-//! try; this makes sure.)
+//! try; this makes sure.) A private copy a write replay opens
+//! (`Database::open_private`) is the one exception: there the same calls
+//! are made and counted (`write`, `truncate`, `unlink`, … per file).
 //!
 //! The table is process-wide and its entries take no context, so events go
 //! to the calling thread's [`Sink`], armed by [`Armed`] while a database
