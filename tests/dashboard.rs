@@ -229,7 +229,7 @@ fn every_dashboard_query_returns_data_from_a_real_prometheus() {
                 / d(&format!("kbx_command_duration_seconds_count{{{command}}}")),
         ),
         (
-            "Writes beside the keybox by operation",
+            "Writes by operation (keybox copies, keyboxd's database and journal)",
             vec![("op", "write")],
             d("kbx_file_events_total{op=\"write\",buffer_size=\"8192\"}")
                 + d(&format!("kbx_file_events_total{{op=\"write\",{size}}}")),

@@ -312,12 +312,40 @@ fn keyboxd_refusals_are_one_line() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
 
+/// A file system that fills up under keyboxd's writes (a 1 MiB tmpfs as
+/// `TMPDIR`, 4.6 MB of keys): one line naming the database and what is
+/// wrong, exit 1, nothing left.
+fn a_full_disk_during_a_keyboxd_import_is_one_line() {
+    use std::process::Command;
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        crate::common::skip_part("keyboxd_import::a_full_disk", "mounting a small tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 24);
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(mounted.success(), "mount a tmpfs");
+    let o = crate::common::bin().env("TMPDIR", &small).args(["import", "--onto", "keyboxd"]).arg(&keys).output();
+    let left = std::fs::read_dir(&small).map(|d| d.count()).unwrap_or(0);
+    let _ = Command::new("umount").arg(&small).status();
+    let o = o.unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with("kbxscope: key ")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("pubring.db") && errors[0].contains("disk is full"), "{err}");
+    assert_eq!(left, 0, "left on the full file system");
+}
+
 crate::tests![
     import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
     bulk_import_makes_keyboxds_calls needs ["gpg"],
     import_again_makes_keyboxds_calls needs ["gpg"],
     refresh_in_keyboxd_makes_keyboxds_calls needs ["gpg"],
     delete_from_keyboxd_makes_keyboxds_calls needs ["gpg"],
+    a_full_disk_during_a_keyboxd_import_is_one_line needs ["gpg", "mount"],
     import_onto_a_database_reads_it_only needs ["gpg"],
     keyboxd_refusals_are_one_line needs ["gpg"],
 ];

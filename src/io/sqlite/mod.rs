@@ -50,13 +50,14 @@ pub enum DbError {
         /// The database.
         path: PathBuf,
     },
-    /// SQLite reported an error.
-    #[error("'{}': {}", path.display(), describe(source))]
+    /// SQLite reported an error (described in the message, so not also
+    /// chained as a source: one line says it once).
+    #[error("'{}': {}", path.display(), describe(error))]
     Sqlite {
         /// The database.
         path: PathBuf,
         /// SQLite's error.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     /// SQLite wanted to change a file, which was refused.
     #[error("'{}': SQLite wanted to {what}{}: refused, nothing was written", path.display(), why_write(what))]
@@ -87,6 +88,7 @@ fn describe(e: &rusqlite::Error) -> String {
             match f.code {
                 ErrorCode::NotADatabase => format!("not an SQLite database: {text}"),
                 ErrorCode::DatabaseCorrupt => format!("the database is damaged: {text}"),
+                ErrorCode::DiskFull => format!("{text} (no space left on its file system)"),
                 ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
                     format!("{text} (another process, such as keyboxd, holds a write lock; waited 5 s)")
                 }
@@ -174,7 +176,7 @@ impl Database {
         let refused = self.armed.as_ref().and_then(|a| a.with(|s| s.refused.clone()));
         match refused {
             Some(what) => DbError::Refused { path: self.path.clone(), what },
-            None => DbError::Sqlite { path: self.path.clone(), source: e },
+            None => DbError::Sqlite { path: self.path.clone(), error: e },
         }
     }
 
