@@ -198,14 +198,10 @@ pub(super) fn counted<T: Copy>(
                 if let (Some(fd), false) = (opened, failed) {
                     sink.fds.push((fd, name.clone()));
                     if let Some(w) = sink.syncing.as_mut() {
-                        // SQLite syncs the directory it opens while syncing.
-                        let span = trace.then(|| {
-                            let s = crate::io::event::event_span(FileOp::Sync, buffer_size, None);
-                            s.record("file", tracing::field::display(name.as_ref()));
-                            s.entered()
-                        });
+                        // SQLite syncs the directory it opens while syncing
+                        // (its span begins once the open's has ended).
                         w.around += took;
-                        w.dir = Some(DirSync { fd, name: name.clone(), watch: Stopwatch::start(), span });
+                        w.dir = Some(DirSync { fd, name: name.clone(), watch: Stopwatch::start(), span: None });
                     }
                 }
                 name
@@ -252,8 +248,26 @@ pub(super) fn counted<T: Copy>(
         }
     });
     drop(entered);
+    drop(span);
+    if trace && op == FileOp::Open {
+        begin_dir_sync_span(buffer_size);
+    }
     set_errno(saved);
     r
+}
+
+/// The span of the sync of a directory SQLite just opened while syncing,
+/// entered until the directory's close ([`end_dir_sync_span`]).
+fn begin_dir_sync_span(buffer_size: u64) {
+    let _ = SINK.try_with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else { return };
+        let Some(dir) = s.as_mut().and_then(|s| s.syncing.as_mut()).and_then(|w| w.dir.as_mut()) else { return };
+        if dir.span.is_none() {
+            let span = crate::io::event::event_span(FileOp::Sync, buffer_size, None);
+            span.record("file", tracing::field::display(dir.name.as_ref()));
+            dir.span = Some(span.entered());
+        }
+    });
 }
 
 /// The span of a directory's sync ends before the directory is closed.
