@@ -760,6 +760,41 @@ fn a_full_disk_is_one_line() {
     assert_eq!(left, 0, "left on the full file system");
 }
 
+/// `sweep --workload import:FILE --with-gpg`: the real gpg imports the same
+/// keys onto a fresh copy of the keybox beside each row it can run (gpg
+/// 2.2: 8 KiB only), its calls on the keybox's files counted by strace and
+/// by the interposer alike; each count equals the replay's calls of the
+/// same kinds (open, read, write, seek, close, access, rename, unlink) in
+/// a single `import --onto`.
+fn sweep_import_with_gpg_counts_gpgs_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = export_subset(dir.path(), 6);
+    let store = dir.path().join("store.kbx");
+    std::fs::copy(crate::common::fixture("gnupg-mixed.kbx"), &store).unwrap();
+    let single = crate::common::bin()
+        .args(["--gnupg-version", "2.2", "--kbx-buffer-size", "8", "--io-summary=json", "import", "--onto"])
+        .arg(&store)
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(single.status.success(), "{}", stderr(&single));
+    let ours: u64 = replay_counts_named(&io_summary(&single), "store.kbx").values().sum();
+    let workload = format!("import:{}", keys.display());
+    for counter in ["strace", "record"] {
+        let json = dir.path().join(format!("{counter}.json"));
+        let o = crate::common::bin()
+            .args(["sweep", store.to_str().unwrap(), "--workload", &workload, "--with-gpg", "--count-with", counter])
+            .args(["--sizes", "8,64", "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let rows = v["results"].as_array().unwrap();
+        assert_eq!(rows[0]["gnupg"]["events"].as_u64(), Some(ours), "{counter}: {}", rows[0]);
+        assert!(rows[1]["gnupg"].is_null(), "gpg 2.2 runs at 8 KiB only: {}", rows[1]);
+    }
+}
+
 /// A file that is not OpenPGP: one line naming it, exit 1, nothing left.
 fn a_file_of_no_keys_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -786,6 +821,7 @@ crate::tests![
     a_file_of_no_keys_is_one_line,
     signals_remove_the_private_copy needs ["gpg"],
     a_full_disk_is_one_line needs ["gpg", "mount"],
+    sweep_import_with_gpg_counts_gpgs_calls needs ["gpg", "strace"],
     a_held_lock_is_waited_for needs ["gpg"],
     record_counts_gpgs_lock_wait needs ["gpg"],
     sweep_import_rows_equal_single_imports needs ["gpg"],

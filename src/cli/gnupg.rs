@@ -12,7 +12,11 @@
 //! (GnuPG before 2.4.2 / 2.2.42) runs only at its fixed 8 KiB. Each
 //! [`Program`] says what it runs: gpgsm validates (`-k --with-validation
 //! --disable-dirmngr`, with the trustlist in the home), gpg lists or checks
-//! signatures (`--list-sigs`, `--check-sigs`), either lists (`-k`).
+//! signatures (`--list-sigs`, `--check-sigs`), either lists (`-k`), and
+//! gpg imports (`--import FILE`, the import workload's keys). For an import
+//! both count the calls on every file of the keybox's (`pubring.kbx`,
+//! `.tmp`, `~`, `.lock`): open, read, write, lseek, close, access, rename
+//! and unlink (the replay's stat and link are not among them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -30,6 +34,18 @@ use kbxscope::sweep::{GnupgProgram, GnupgRow, ProgramError, ProgramRow, SweepSiz
 /// The calls both counters count on the keybox (strace's `openat`, `read`,
 /// `lseek`, `close`, `access`).
 const COUNTED: [FileOp; 5] = [FileOp::Open, FileOp::Read, FileOp::Seek, FileOp::Close, FileOp::Access];
+
+/// The calls both count for an import, on every file of the keybox's.
+const COUNTED_IMPORT: [FileOp; 8] = [
+    FileOp::Open,
+    FileOp::Read,
+    FileOp::Write,
+    FileOp::Seek,
+    FileOp::Close,
+    FileOp::Access,
+    FileOp::Rename,
+    FileOp::Unlink,
+];
 
 /// `given` if the user named the program, else `name` on `PATH`; a
 /// missing one is an error naming `option` and the Debian package (the
@@ -60,6 +76,8 @@ pub enum Program {
     GpgsmList,
     /// `gpg -k`.
     GpgList,
+    /// `gpg --import FILE` (the file given to the runner).
+    GpgImport,
 }
 
 impl Program {
@@ -83,6 +101,7 @@ impl Program {
             (true, Workload::List) => Program::GpgsmList,
             (false, Workload::Sigs(mode, _)) => Program::GpgSigs(*mode),
             (false, Workload::List) => Program::GpgList,
+            (false, Workload::Import(_)) => Program::GpgImport,
             (true, w) => {
                 return Err(NotForSweep(format!(
                     "--program gpgsm goes with --workload validate or list, not {}",
@@ -91,7 +110,7 @@ impl Program {
             }
             (false, w) => {
                 return Err(NotForSweep(format!(
-                    "--program gpg goes with --workload with-sigs, check-sigs or list, not {}",
+                    "--program gpg goes with --workload with-sigs, check-sigs, list or import:FILE, not {}",
                     w.name()
                 )))
             }
@@ -102,7 +121,7 @@ impl Program {
     pub fn tool(self) -> &'static str {
         match self {
             Program::GpgsmValidate | Program::GpgsmList => "gpgsm",
-            Program::GpgSigs(_) | Program::GpgList => "gpg",
+            Program::GpgSigs(_) | Program::GpgList | Program::GpgImport => "gpg",
         }
     }
 
@@ -113,6 +132,7 @@ impl Program {
             Program::GpgSigs(Mode::WithSigs) => &["--list-sigs"],
             Program::GpgSigs(Mode::CheckSigs) => &["--check-sigs"],
             Program::GpgsmList | Program::GpgList => &["-k"],
+            Program::GpgImport => &["--import"],
         }
     }
 
@@ -172,6 +192,8 @@ pub struct GnupgRunner {
     keybox: Vec<u8>,
     /// Whether this program has `--kbx-buffer-size`.
     has_buffer_option: bool,
+    /// Arguments after the program's own (an import's file).
+    extra: Vec<std::ffi::OsString>,
 }
 
 impl GnupgRunner {
@@ -183,9 +205,10 @@ impl GnupgRunner {
     /// Prepare a home for `program` (the executable `given`, else found on
     /// `PATH`; `option` asked for it) with the keybox, read through the
     /// instrumented layer on a tally of its own, and for gpgsm the
-    /// trustlist. The program runs its command once before any measurement
-    /// (gpg makes its trustdb, gpgsm starts its agent, which then is not
-    /// counted).
+    /// trustlist; `extra` follows the program's arguments (the file an
+    /// import reads). The program runs its command once before any
+    /// measurement (gpg makes its trustdb, gpgsm starts its agent, which
+    /// then is not counted).
     ///
     /// # Errors
     /// The program or strace missing, or the files cannot be copied.
@@ -196,6 +219,7 @@ impl GnupgRunner {
         keybox: &Path,
         trustlist: Option<&Path>,
         counter: Counter,
+        extra: Vec<std::ffi::OsString>,
     ) -> Result<Self> {
         let exe = find(option, program.tool(), given)?;
         let strace = match counter {
@@ -234,11 +258,12 @@ impl GnupgRunner {
             home,
             keybox: bytes,
             has_buffer_option: probe.status.success(),
+            extra,
         };
         // gpgsm starts its agent, gpg makes its trustdb: outside the
         // measurements.
         runner.fresh_copy()?;
-        let _ = runner.command(None).args(program.args()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let _ = runner.invocation(None).stdout(Stdio::null()).stderr(Stdio::null()).status();
         Ok(runner)
     }
 
@@ -247,12 +272,15 @@ impl GnupgRunner {
         Ok(())
     }
 
-    fn command(&self, kib: Option<u64>) -> Command {
+    /// The whole command at `kib`: the home, the buffer, the program's
+    /// arguments and `extra`; no input.
+    fn invocation(&self, kib: Option<u64>) -> Command {
         let mut c = Command::new(&self.exe);
         c.args(["--homedir", &self.home.path().to_string_lossy(), "--batch"]);
         if let Some(k) = kib {
             c.args(["--kbx-buffer-size", &k.to_string()]);
         }
+        c.args(self.program.args()).args(&self.extra).stdin(Stdio::null());
         c
     }
 
@@ -283,7 +311,7 @@ impl GnupgRunner {
             self.fresh_copy()?;
             let (u0, s0) = kbxscope::sweep::children_cpu_times();
             let started = Instant::now();
-            let status = self.command(kib).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+            let status = self.invocation(kib).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
             let seconds = started.elapsed().as_secs_f64();
             let (u1, s1) = kbxscope::sweep::children_cpu_times();
             if !self.program.finished(status) {
@@ -303,42 +331,55 @@ impl GnupgRunner {
         Ok(m)
     }
 
-    /// One run under the interposer: its calls on the home's keybox.
+    /// One run under the interposer: its calls on the home's keybox (for
+    /// an import, on its files).
     fn count_record(&self, kib: Option<u64>) -> Result<u64> {
         let (tool, args) = (self.program.tool(), self.program.args());
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
-        let mut cmd = self.command(kib);
-        cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-        let run = super::preloaded::run_preloaded(&mut cmd, &keybox, None, None, None)?
+        let (watch, counted): (String, &[FileOp]) = match self.program {
+            Program::GpgImport => (format!("{keybox}:{keybox}.tmp:{keybox}~:{keybox}.lock"), &COUNTED_IMPORT),
+            _ => (keybox, &COUNTED),
+        };
+        let mut cmd = self.invocation(kib);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let run = super::preloaded::run_preloaded(&mut cmd, &watch, None, None, None)?
             .with_context(|| format!("cannot run {tool}"))?;
         if !self.program.finished(run.status) {
             bail!("{tool} {} under the interposer failed: {}", args.join(" "), run.status);
         }
         let total = run.recorded.total();
-        Ok(COUNTED.iter().map(|op| total.count(*op)).sum())
+        Ok(counted.iter().map(|op| total.count(*op)).sum())
     }
 
-    /// One run under strace: its lines naming the home's keybox.
+    /// One run under strace: its lines naming the home's keybox (for an
+    /// import, any of its files: their names begin with the keybox's).
     fn count_strace(&self, strace: &Path, kib: Option<u64>) -> Result<u64> {
-        let (tool, args) = (self.program.tool(), self.program.args());
+        let tool = self.program.tool();
         let trace = self.home.path().join("strace.txt");
-        let cmd = self.command(kib);
+        let cmd = self.invocation(kib);
         let follow: &[&str] = if self.program.follow_forks() { &["-f"] } else { &[] };
+        let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
+        let (calls, needles) = match self.program {
+            Program::GpgImport => (
+                "trace=openat,read,write,lseek,close,access,rename,unlink",
+                vec![format!("<{keybox}"), format!("\"{keybox}")],
+            ),
+            _ => ("trace=openat,read,lseek,close,access", vec![format!("{keybox}>"), format!("\"{keybox}\"")]),
+        };
         let status = Command::new(strace)
             .args(follow)
-            .args(["-y", "-qq", "-s", "0", "-e", "trace=openat,read,lseek,close,access", "-o"])
+            .args(["-y", "-qq", "-s", "0", "-e", calls, "-o"])
             .arg(&trace)
             .arg(cmd.get_program())
             .args(cmd.get_args())
-            .args(args)
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()?;
         if !self.program.finished(status) {
             bail!("strace {tool} failed: {status}");
         }
-        let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
-        Ok(kbxscope::io::count_lines_containing(&trace, &[format!("{keybox}>"), format!("\"{keybox}\"")])?)
+        Ok(kbxscope::io::count_lines_containing(&trace, &needles)?)
     }
 }
 

@@ -326,8 +326,10 @@ fn sweep(a: SweepArgs, io_summary: bool, now: i64, version: GnupgVersion) -> Res
     let gnupg = match (&a.with_gpgsm, &a.with_gpg, &a.program, &workload) {
         (Some(p), ..) => choice(Program::GpgsmValidate, p, "--with-gpgsm"),
         (None, Some(p), _, Workload::Sigs(mode, _)) => choice(Program::GpgSigs(*mode), p, "--with-gpg"),
+        (None, Some(p), _, Workload::Import(_)) => choice(Program::GpgImport, p, "--with-gpg"),
         (None, Some(_), ..) => {
-            let msg = "the argument '--with-gpg' requires '--workload with-sigs' or '--workload check-sigs'";
+            let msg = "the argument '--with-gpg' requires '--workload with-sigs', '--workload check-sigs' or \
+                       '--workload import:FILE'";
             return Err(usage(clap::error::ErrorKind::ArgumentConflict, msg));
         }
         (None, None, Some(p), w) => {

@@ -59,12 +59,7 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
     };
     let sigs = matches!(workload, Workload::Sigs(..));
     let keys = match workload {
-        Workload::Import(file) => {
-            if gnupg.is_some() {
-                anyhow::bail!("--workload import replays gpg's import: not beside a GnuPG program");
-            }
-            super::import::read_keys(Path::new(file))?
-        }
+        Workload::Import(file) => super::import::read_keys(Path::new(file))?,
         _ => Vec::new(),
     };
     let import = matches!(workload, Workload::Import(_));
@@ -104,7 +99,12 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         Some(c) => {
             let given = (c.path.as_os_str() != c.program.tool()).then_some(c.path.as_path());
             let trust = a.trustlist.clone().or_else(|| keybox::trustlist_next_to(&path));
-            Some(GnupgRunner::new(c.program, c.option, given, &path, trust.as_deref(), a.count_with)?)
+            // An import's program reads the workload's file.
+            let extra = match workload {
+                Workload::Import(file) => vec![std::ffi::OsString::from(file)],
+                _ => Vec::new(),
+            };
+            Some(GnupgRunner::new(c.program, c.option, given, &path, trust.as_deref(), a.count_with, extra)?)
         }
         None => None,
     };
