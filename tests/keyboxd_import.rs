@@ -339,6 +339,41 @@ fn a_full_disk_during_a_keyboxd_import_is_one_line() {
     assert_eq!(left, 0, "left on the full file system");
 }
 
+/// Ctrl-C and SIGTERM while keyboxd's replay writes its private database:
+/// gpg's exit codes for them, and the private directory removed.
+fn signals_remove_the_private_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 24);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut child = crate::common::bin()
+            .env("TMPDIR", &tmp)
+            .args(["import", "--onto", "keyboxd"])
+            .arg(&keys)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Signalled once the private directory holds the database.
+        let writing = || {
+            std::fs::read_dir(&tmp)
+                .unwrap()
+                .filter_map(|e| std::fs::read_dir(e.ok()?.path()).ok())
+                .flatten()
+                .any(|f| f.is_ok_and(|f| f.file_name() == "pubring.db"))
+        };
+        while child.try_wait().unwrap().is_none() && !writing() {
+            std::thread::yield_now();
+        }
+        let sent = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{signal}");
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{signal}: the private directory is left");
+    }
+}
+
 crate::tests![
     import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
     bulk_import_makes_keyboxds_calls needs ["gpg"],
@@ -346,6 +381,7 @@ crate::tests![
     refresh_in_keyboxd_makes_keyboxds_calls needs ["gpg"],
     delete_from_keyboxd_makes_keyboxds_calls needs ["gpg"],
     a_full_disk_during_a_keyboxd_import_is_one_line needs ["gpg", "mount"],
+    signals_remove_the_private_database needs ["gpg"],
     import_onto_a_database_reads_it_only needs ["gpg"],
     keyboxd_refusals_are_one_line needs ["gpg"],
 ];

@@ -279,10 +279,11 @@ pub struct SweepArgs {
     /// with strace and show them beside ours. PATH: the gpgsm to run.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpgsm")]
     pub with_gpgsm: Option<PathBuf>,
-    /// With --workload with-sigs or check-sigs: also run `gpg --list-sigs` or
-    /// `gpg --check-sigs` at each size it can read with (a temporary
-    /// GNUPGHOME with a copy of the keybox), counted under strace and timed
-    /// without, beside ours. PATH: the gpg to run.
+    /// With --workload with-sigs, check-sigs or import:FILE: also run `gpg
+    /// --list-sigs`, `gpg --check-sigs` or `gpg --import FILE` at each size
+    /// it can read with (a temporary GNUPGHOME with a fresh copy of the
+    /// keybox each run), counted (see --count-with) and timed apart, beside
+    /// ours. PATH: the gpg to run.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "gpg", conflicts_with = "with_gpgsm")]
     pub with_gpg: Option<PathBuf>,
     /// How --with-gpg, --with-gpgsm and --program count GnuPG's file events:
@@ -517,8 +518,9 @@ pub struct ImportArgs {
 /// The options of the write replays (`import`, `delete`).
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
-    /// Also write the keybox the replay made to FILE (a new file; see
-    /// --force), through a temporary file renamed into place.
+    /// Also write the store the replay made (keybox or database) to FILE
+    /// (a new file; see --force), through a temporary file renamed into
+    /// place.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Replace --out's FILE if it exists.
@@ -538,8 +540,9 @@ pub struct DeleteArgs {
     /// mode only by fingerprint).
     #[arg(value_name = "FINGERPRINT", required = true)]
     pub fingerprints: Vec<String>,
-    /// The keybox (or GnuPG home) whose private copy the keys are deleted
-    /// from; it is only read.
+    /// The store whose private copy the keys are deleted from: a keybox,
+    /// keyboxd's database, or a GnuPG home (its keybox, or its database
+    /// with `use-keyboxd`); it is only read.
     #[arg(long, value_name = "STORE", required = true)]
     pub onto: PathBuf,
     /// The time of the run (RFC 3339 or a date; default now): the

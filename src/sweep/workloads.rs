@@ -54,7 +54,7 @@ impl WorkloadKind {
         ("find:PATTERN", "find PATTERN"),
         ("with-sigs", "list --with-sigs"),
         ("check-sigs", "list --check-sigs"),
-        ("import:FILE", "import FILE --onto KEYBOX, on a fresh private copy each run"),
+        ("import:FILE", "import FILE --onto the store, on a fresh private copy each run"),
     ];
 
     /// The workload `--workload NAME` names (`find:` with a non-empty

@@ -45,7 +45,7 @@ impl PrivateCopy {
     pub fn remove_all() {
         let guard = live();
         for dir in guard.iter() {
-            let _ = std::fs::remove_dir_all(dir);
+            remove_under_writer(dir);
         }
         std::mem::forget(guard);
     }
@@ -107,6 +107,24 @@ impl Drop for PrivateCopy {
         let mut live = live();
         drop(self.dir.take());
         live.retain(|p| p != &self.path);
+    }
+}
+
+/// Remove `dir` while the replay's thread may still be making files in
+/// it (a signal's watcher runs beside it): first renamed aside, so that
+/// the replay's next file, made by its path, cannot land in it; then
+/// removed. Should the rename fail, removing is retried while a file made
+/// meanwhile keeps the directory from going (a bounded number of times).
+fn remove_under_writer(dir: &Path) {
+    let mut aside = dir.as_os_str().to_owned();
+    aside.push(".removing");
+    let aside = PathBuf::from(aside);
+    let target = if std::fs::rename(dir, &aside).is_ok() { aside.as_path() } else { dir };
+    for _ in 0..100 {
+        match std::fs::remove_dir_all(target) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => continue,
+            _ => break,
+        }
     }
 }
 
