@@ -44,7 +44,7 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
     let summary = on_private_copy(&onto, &a.replay, tally, |store| match onto {
         Onto::Keybox(_) => import::into_keybox(store, tally, &keys, judge, &mut emit),
         Onto::Keyboxd(_) => {
-            let how = keyboxd_import::Keyboxd { bulk: a.bulk_import, cache_kib: None };
+            let how = keyboxd_import::KeyboxdRun { bulk: a.bulk_import, cache_kib: None };
             keyboxd_import::into_keyboxd(store, tally, &keys, judge, how, &mut emit)
         }
     })?;

@@ -20,7 +20,7 @@ use crate::openpgp::incoming::IncomingKey;
 use crate::openpgp::Judge;
 use crate::store::{Store, StoreKind};
 use crate::workload;
-use crate::workload::keyboxd_import::Keyboxd;
+use crate::workload::keyboxd_import::KeyboxdRun;
 use crate::workload::stats::StoreStats;
 use crate::x509::TrustList;
 
@@ -107,7 +107,7 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk
         StoreKind::Keyboxd => Some((tally.buffer_size().bytes() as u64).div_ceil(1024)),
     };
     if matches!(plan.workload, Workload::Import(_)) {
-        return import_once(path, plan, tally, cache.map(|kib| Keyboxd { bulk, cache_kib: Some(kib) }));
+        return import_once(path, plan, tally, cache.map(|kib| KeyboxdRun { bulk, cache_kib: Some(kib) }));
     }
     let store = Store::open_as(path, kind, tally, cache)?;
     let (trust, at) = (plan.trust, plan.at);
@@ -134,7 +134,7 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk
 /// One import onto a fresh private copy of the store at `path` (the copy
 /// is kbxscope's own, not counted; removed at the end of the run): a
 /// keybox, or keyboxd's database run as `keyboxd` says.
-fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally, keyboxd: Option<Keyboxd>) -> Result<(), SweepError> {
+fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally, keyboxd: Option<KeyboxdRun>) -> Result<(), SweepError> {
     let copy = PrivateCopy::of(path, None).map_err(|error| SweepError::Private { error })?;
     let judge = Judge { version: plan.version, now: plan.at };
     match keyboxd {

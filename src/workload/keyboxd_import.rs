@@ -45,7 +45,7 @@ use crate::openpgp::{Judge, SigPacket};
 
 /// How keyboxd is run for an import.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Keyboxd {
+pub struct KeyboxdRun {
     /// gpg's `--import-options bulk-import`: one transaction for all keys.
     pub bulk: bool,
     /// SQLite's page cache in KiB (`sweep`'s sizes); keyboxd's own,
@@ -65,7 +65,7 @@ pub fn into_keyboxd(
     tally: &IoTally,
     keys: &[IncomingKey],
     judge: Judge,
-    how: Keyboxd,
+    how: KeyboxdRun,
     mut emit: impl FnMut(&KeyImported),
 ) -> Result<ImportSummary, ImportError> {
     let _cmd =
@@ -151,6 +151,8 @@ struct Sessions {
     import: Session,
 }
 
+/// One key of gpg's import through keyboxd (see the module docs): its
+/// signers looked up, then stored, merged or left alone; what became of it.
 fn one_key(
     server: &Server<'_>,
     s: &Sessions,
