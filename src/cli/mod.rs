@@ -129,7 +129,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Dump { store } => read::dump(store.as_deref(), tally),
         Job::List { store, filter, at, json } => read::list(store.as_deref(), *filter, *json, *at, tally),
         Job::Validate { store, lookup, trustlist, at, json } => {
-            read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, tally)
+            read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, o.version, tally)
         }
         Job::Sigs { store, mode, lookup, at, json } => {
             let judge = Judge { version: o.version, now: *at };

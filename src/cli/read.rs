@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::report::{report, reported, say};
 use super::{keybox, render, store};
+use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::kbx::search::Pattern;
 use kbxscope::lookup::Strategy;
@@ -146,13 +147,15 @@ pub(super) fn validate(
     trustlist: Option<&Path>,
     at: i64,
     json: bool,
+    version: GnupgVersion,
     tally: &IoTally,
 ) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
     let trust = keybox::trustlist_for(&path, trustlist)?;
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path, at);
-    let ran = workload::validate::run(&store, lookup, &trust.list, at, |l| printer.print(&l))?;
+    let ran =
+        workload::validate::run(&store, lookup, &trust.list, at, version == GnupgVersion::V2_2, |l| printer.print(&l))?;
     drop(store);
     printer.finish()?;
     trust.warn_if_none();

@@ -20,10 +20,23 @@
 //!   are, rewound before a search and closed when dropped.
 //! * [`LookupError`] — what can go wrong, with [`Sought`] saying which
 //!   kind of lookup it was.
+//! * `SearchLock` — GnuPG 2.2's keybox lock around gpgsm's searches, for
+//!   a strategy that replays them.
 
 mod handle;
 
 pub(crate) use handle::Handle;
+
+/// gpgsm 2.2's keybox lock around its searches (`keydb_search` takes the
+/// dotlock when it is not held, `keydb_release` lets it go whichever handle
+/// took it). The workload that replays GnuPG's start holds the lock's
+/// files.
+pub(crate) trait SearchLock {
+    /// A search begins: the lock taken, unless held.
+    fn take(&self);
+    /// A handle is released: the lock let go, if held.
+    fn release(&self);
+}
 
 use crate::io::{OpenError, ReadBlobError};
 

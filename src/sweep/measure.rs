@@ -96,6 +96,9 @@ pub(super) struct Runs<'a> {
     pub(super) versus: bool,
     /// The keys of the import workload.
     pub(super) keys: &'a [IncomingKey],
+    /// gpgsm 2.2's lock around each search, in the validate workload
+    /// (not beside a GnuPG program, whose count is the keybox's own calls).
+    pub(super) searches_lock: bool,
 }
 
 /// Run the workload once on the store `path` (a keybox, or keyboxd's
@@ -112,7 +115,9 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk
     let store = Store::open_as(path, kind, tally, cache)?;
     let (trust, at) = (plan.trust, plan.at);
     let fatal = match plan.workload {
-        Workload::Validate(lookup) => workload::validate::run(&store, *lookup, trust, at, |_| {})?.outcome.fatal,
+        Workload::Validate(lookup) => {
+            workload::validate::run(&store, *lookup, trust, at, plan.searches_lock, |_| {})?.outcome.fatal
+        }
         Workload::Sigs(mode, lookup) => {
             let judge = Judge { version: plan.version, now: at };
             workload::sigs::run(&store, *mode, *lookup, judge, |_| {})?.outcome.fatal

@@ -101,6 +101,10 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
     // With --program, kbxscope's run is the model: its events are the
     // same on every run, so one run per size.
     let model = matches!(compare, Some(Comparison::Program(_)));
+    // gpgsm 2.2 locks the keybox around its searches; beside a GnuPG
+    // program, whose count is the keybox's own calls, the model leaves the
+    // lock file out too, so that both count the same.
+    let beside = matches!(compare, Some(Comparison::Gnupg(_) | Comparison::Program(_)));
     let ours = measure::Runs {
         sizes,
         workload,
@@ -112,6 +116,7 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
         keyboxd,
         versus: false,
         keys,
+        searches_lock: version == GnupgVersion::V2_2 && !beside,
     };
     let mut sweep = measure::measure(path, &ours, progress)?;
     let seed = builtin && !matches!(workload, Workload::Sigs(..) | Workload::Import(_));

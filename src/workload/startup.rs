@@ -19,9 +19,11 @@
 
 use crate::io::update::{KeyboxWriter, PrivateCopy, Role};
 use crate::io::{OpenError, PathOpener};
-use crate::lookup::LookupError;
+use crate::lookup::{LookupError, SearchLock};
 use crate::openpgp::lookup::Gnupg;
 use crate::store::StoreError;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 /// Which GnuPG program starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,17 +35,41 @@ pub(crate) enum Program {
 }
 
 /// A GnuPG start done: the private directory, and the writer whose lock's
-/// own file goes at the end.
+/// own file goes at the end (and whose lock gpgsm 2.2 takes around its
+/// searches: [`Started::search_lock`]).
 pub(crate) struct Started {
-    writer: KeyboxWriter,
+    lock: Rc<Dotlock>,
     _dir: PrivateCopy,
+}
+
+/// The keybox's dotlock as the workload's searches take it (gpgsm 2.2).
+struct Dotlock {
+    writer: RefCell<KeyboxWriter>,
+    held: Cell<bool>,
+}
+
+impl SearchLock for Dotlock {
+    fn take(&self) {
+        if !self.held.get() {
+            // gpgsm goes on when the lock cannot be had.
+            let _ = self.writer.borrow_mut().lock();
+            self.held.set(true);
+        }
+    }
+
+    fn release(&self) {
+        if self.held.replace(false) {
+            let _ = self.writer.borrow_mut().unlock();
+        }
+    }
 }
 
 impl Started {
     /// The handles of the workload that follows: on the keybox the start
     /// began with, or on the private one the maintenance pass made.
     pub(crate) fn opener(&self, given: &PathOpener) -> PathOpener {
-        let now = self.writer.current();
+        let writer = self.lock.writer.borrow();
+        let now = writer.current();
         if now == given.path {
             given.clone()
         } else {
@@ -51,13 +77,25 @@ impl Started {
         }
     }
 
+    /// The lock gpgsm 2.2 takes at a search when it is not held, and lets
+    /// go as a handle is released.
+    pub(crate) fn search_lock(&self) -> Rc<dyn SearchLock> {
+        self.lock.clone()
+    }
+
     /// GnuPG's exit: the lock's own file removed. Then the counters of
     /// the files beside the keybox are handed to the tally (every read
     /// handle is closed by now) and the private directory goes.
-    pub(crate) fn finish(mut self) {
+    pub(crate) fn finish(self) {
+        // The workload's lookups, which shared the lock, are gone by now.
+        let Ok(lock) = Rc::try_unwrap(self.lock) else {
+            debug_assert!(false, "a lookup outlived its workload");
+            return;
+        };
+        let mut writer = lock.writer.into_inner();
         // As for gpg, a failure here changes nothing the user sees.
-        let _ = self.writer.finish();
-        self.writer.settle();
+        let _ = writer.finish();
+        writer.settle();
     }
 }
 
@@ -87,5 +125,5 @@ pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result
         }
         let _ = writer.unlock();
     }
-    Ok(Started { writer, _dir: dir })
+    Ok(Started { lock: Rc::new(Dotlock { writer: RefCell::new(writer), held: Cell::new(false) }), _dir: dir })
 }

@@ -20,13 +20,16 @@ use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
 use crate::keyboxd::server::{Client, Server};
 use crate::keyboxd::{Filter, KeyboxImage, KeyboxdError, ListingOpener, RowMap};
-use crate::lookup::{LookupError, Strategy};
+use crate::lookup::{LookupError, SearchLock, Strategy};
 use crate::store::{Store, StoreError};
 use crate::x509::lookup as issuers;
 use crate::x509::{describe_decoded, Cert, CertInfo, CheckPool, IssuerLookup, KeyboxdIssuers, TrustList, Validator};
+use std::rc::Rc;
 
 /// List and validate every certificate of `store` with the `lookup`
-/// strategy, trusting the roots of `trust`, at time `at` (Unix seconds).
+/// strategy, trusting the roots of `trust`, at time `at` (Unix seconds);
+/// with `searches_lock` and the `gnupg` strategy on a keybox, taking the
+/// keybox's lock around the searches as gpgsm 2.2 does (2.4 does not).
 ///
 /// # Errors
 /// The store cannot be read before the listing starts; later problems
@@ -36,12 +39,14 @@ pub fn run(
     lookup: Strategy,
     trust: &TrustList,
     at: i64,
+    searches_lock: bool,
     emit: impl FnMut(Listed),
 ) -> Result<Ran<ListOutcome>, StoreError> {
     match store {
         Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
             let started = startup::reading(opener, at, Program::Gpgsm)?;
-            let outcome = on_keybox(&started.opener(opener), lookup, trust, at, emit);
+            let lock = searches_lock.then(|| started.search_lock());
+            let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, lock, emit);
             started.finish();
             Ok(Ran::keybox(outcome?))
         }
@@ -63,6 +68,21 @@ pub fn on_keybox<O: Opener + Clone>(
     lookup: Strategy,
     trust: &TrustList,
     at: i64,
+    emit: impl FnMut(Listed),
+) -> Result<ListOutcome, OpenError> {
+    on_keybox_with(opener, lookup, trust, at, None, emit)
+}
+
+/// [`on_keybox`], with gpgsm 2.2's lock around the `gnupg` strategy's
+/// searches when `lock` is given: taken by the listing's search for each
+/// certificate (and the last one, which finds none) and by every lookup,
+/// let go as each validation's handle and the listing's are released.
+fn on_keybox_with<O: Opener + Clone>(
+    opener: &O,
+    lookup: Strategy,
+    trust: &TrustList,
+    at: i64,
+    lock: Option<Rc<dyn SearchLock>>,
     mut emit: impl FnMut(Listed),
 ) -> Result<ListOutcome, OpenError> {
     let mut validator = Validator::new(trust, at);
@@ -70,10 +90,22 @@ pub fn on_keybox<O: Opener + Clone>(
     let mut handle = opener.open()?;
     match lookup {
         Strategy::Gnupg => {
-            validating_pass(&mut handle, &mut out, &mut validator, &mut issuers::Gnupg::new(opener.clone()), &mut emit)
+            let mut issuers = match &lock {
+                Some(l) => issuers::Gnupg::locking(opener.clone(), l.clone()),
+                None => issuers::Gnupg::new(opener.clone()),
+            };
+            let listing = lock.as_deref();
+            if let Some(l) = listing {
+                l.take();
+            }
+            validating_pass(&mut handle, &mut out, &mut validator, &mut issuers, listing, &mut emit);
+            if let Some(l) = listing {
+                l.release();
+            }
         }
         Strategy::Scan => {
-            validating_pass(&mut handle, &mut out, &mut validator, &mut issuers::Scan::new(opener.clone()), &mut emit)
+            let issuers = &mut issuers::Scan::new(opener.clone());
+            validating_pass(&mut handle, &mut out, &mut validator, issuers, None, &mut emit)
         }
         Strategy::Index => {
             let mut index = issuers::Index::default();
@@ -128,7 +160,7 @@ fn on_database(
     let mut out = ListOutcome::default();
     let mut handle = listings.open()?;
     let mut issuers = KeyboxdIssuers::new(&server);
-    validating_pass(&mut handle, &mut out, &mut validator, &mut issuers, &mut emit);
+    validating_pass(&mut handle, &mut out, &mut validator, &mut issuers, None, &mut emit);
     drop(handle);
     Ok((out, listings.map()))
 }
@@ -181,6 +213,7 @@ fn validating_pass<F: crate::io::RawRead>(
     out: &mut ListOutcome,
     validator: &mut Validator<'_>,
     search: &mut impl IssuerLookup,
+    listing_lock: Option<&dyn SearchLock>,
     emit: &mut impl FnMut(Listed),
 ) {
     listing_pass(
@@ -189,7 +222,12 @@ fn validating_pass<F: crate::io::RawRead>(
         |_, cert, decoded| {
             let Some((info, listed)) = decoded else { return Ok(None) };
             validator.learn(cert, Ok(info));
-            validate_one(validator, search, cert, listed)
+            let validated = validate_one(validator, search, cert, listed);
+            // The listing's search for the next certificate.
+            if let Some(l) = listing_lock {
+                l.take();
+            }
+            validated
         },
         emit,
     );

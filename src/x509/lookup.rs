@@ -29,7 +29,8 @@ use super::memo::Memo;
 use crate::io::{read_blob, BufferedReader, Next, Opener, Take};
 use crate::kbx::blob::key_table_fingerprints;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
-use crate::lookup::{Handle, LookupError, Sought, Strategy};
+use crate::lookup::{Handle, LookupError, SearchLock, Sought, Strategy};
+use std::rc::Rc;
 
 /// The lookups chain building needs.
 pub(crate) trait IssuerLookup {
@@ -211,17 +212,28 @@ fn ski_matches(memo: &mut Memo, c: &Cert, keyid: &[u8]) -> bool {
 pub(crate) struct Gnupg<O: Opener> {
     handle: Handle<O>,
     image: Vec<u8>,
+    /// gpgsm 2.2's lock around each search, when replayed.
+    lock: Option<Rc<dyn SearchLock>>,
 }
 
 impl<O: Opener> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
     pub(crate) fn new(opener: O) -> Self {
-        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new() }
+        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new(), lock: None }
+    }
+
+    /// The same, taking gpgsm 2.2's lock at each search and letting it go
+    /// as each handle is released.
+    pub(crate) fn locking(opener: O, lock: Rc<dyn SearchLock>) -> Self {
+        Self { lock: Some(lock), ..Self::new(opener) }
     }
 
     /// The validation handle, opened on first use, rewound (gpgsm's
     /// `keydb_search_reset` before each search).
     fn rewound(&mut self) -> Result<&mut BufferedReader<O::File>, LookupError> {
+        if let Some(lock) = &self.lock {
+            lock.take();
+        }
         let r = self.handle.rewound()?;
         crate::telemetry::scan_started(Strategy::Gnupg.name(), r.stats().buffer_size);
         Ok(r)
@@ -291,6 +303,9 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
 
     fn end_cert(&mut self) {
         self.handle.close();
+        if let Some(lock) = &self.lock {
+            lock.release();
+        }
     }
 
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError> {
@@ -319,6 +334,10 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
 
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), LookupError> {
         for c in chain {
+            // gpgsm 2.2 locks the keybox for the flag it would clear.
+            if let Some(lock) = &self.lock {
+                lock.take();
+            }
             let mut h = self.handle.opener().open()?;
             crate::telemetry::scan_started(Strategy::Gnupg.name(), h.stats().buffer_size);
             scan_x509(&mut h, &mut self.image, true, Some(&c.fpr), |b, _| {
@@ -328,6 +347,10 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
                     Step::Next
                 }
             })?;
+            drop(h);
+            if let Some(lock) = &self.lock {
+                lock.release();
+            }
         }
         Ok(())
     }
