@@ -9,7 +9,10 @@
 //!   one), and after a chain that reached a root (trusted or not, whatever
 //!   the verdict, as gpgsm's `do_validate_chain` does) one new handle and
 //!   one fingerprint search from the start per chain element (where gpgsm
-//!   clears the ephemeral flag; kbxscope only reads).
+//!   clears the ephemeral flag; kbxscope only reads). Given a
+//!   `SearchLock` ([`Gnupg::locking`]), every search takes gpgsm 2.2's
+//!   keybox lock when it is not held and every handle's release lets it
+//!   go, as gpgsm 2.2's `keydb_search` and `keydb_release` do.
 //! * [`Scan`] is the simple honest reader: one rescan per lookup, on
 //!   one extra handle, and nothing else.
 //! * [`Index`] answers from memory what one forward pass over the
