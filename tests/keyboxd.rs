@@ -495,8 +495,9 @@ fn without_trust_packets(hex: &str) -> Vec<u8> {
 }
 
 /// `convert` writes the tables keyboxd wrote for the same keys: every row
-/// of `pubkey`, `fingerprint` (but the keygrips, which kbxscope does not
-/// compute), `userid` and `issuer` equal to the real keyboxd's.
+/// of `pubkey`, `fingerprint` (libgcrypt's keygrips too: RSA, DSA,
+/// Elgamal, every curve of the fixtures, OpenPGP keys and certificates),
+/// `userid` and `issuer` equal to the real keyboxd's.
 fn convert_writes_keyboxds_rows() {
     for name in DATABASES {
         let dir = tempfile::tempdir().unwrap();
@@ -506,7 +507,7 @@ fn convert_writes_keyboxds_rows() {
         let theirs = db(name);
         for sql in [
             "SELECT hex(ubid), type, ephemeral, revoked FROM pubkey",
-            "SELECT fpr, kid, subkey, ubid FROM fingerprint",
+            "SELECT fpr, kid, keygrip, subkey, ubid FROM fingerprint",
             "SELECT uid, addrspec, type, uidno, ubid FROM userid",
             "SELECT sn, dn, ubid FROM issuer",
             "SELECT name FROM config",
@@ -919,8 +920,52 @@ fn gnupg_22_on_a_database_is_an_error() {
     }
 }
 
+/// The keygrips `convert` writes equal gpg's own (`--with-keygrip`, which
+/// asks libgcrypt) for every key of the fixture of curves (RSA, DSA,
+/// secp256k1, brainpoolP256r1/384r1/512r1, NIST P-521, Ed25519) and of the
+/// mixed one (Ed25519, Curve25519, RSA).
+fn keygrips_equal_gpgs() {
+    for name in ["gnupg-curves", "gnupg-mixed"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::copy(fixture(&format!("{name}.kbx")), home.join("pubring.kbx")).unwrap();
+        let listed = Command::new("gpg")
+            .arg("--homedir")
+            .arg(&home)
+            .args(["--batch", "--with-colons", "--with-keygrip", "-k"])
+            .output()
+            .unwrap();
+        crate::common::stop_gnupg_daemons(&home);
+        let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+        let mut theirs = BTreeMap::new();
+        let mut fpr = String::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split(':').collect();
+            match f[0] {
+                "fpr" => fpr = f[9].to_string(),
+                "grp" => {
+                    theirs.insert(fpr.clone(), f[9].to_string());
+                }
+                _ => {}
+            }
+        }
+        assert!(theirs.len() > 5, "{name}: gpg lists keygrips: {text}");
+        let db = dir.path().join("k.db");
+        let o = run(["convert", fixture(&format!("{name}.kbx")).to_str().unwrap(), db.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ours: BTreeMap<String, String> = table(&db, "SELECT hex(fpr), hex(keygrip) FROM fingerprint")
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .filter(|(f, _)| theirs.contains_key(f))
+            .collect();
+        assert_eq!(ours, theirs, "{name}");
+    }
+}
+
 crate::tests![
     gnupg_22_on_a_database_is_an_error,
+    keygrips_equal_gpgs needs ["gpg"],
     database_calls_are_traced_per_file,
     live_gnupg24_with_keyboxd,
     sweep_versus_keyboxd_shows_both_stores,

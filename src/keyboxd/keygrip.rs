@@ -6,13 +6,19 @@
 //! (DSA `p q g y`, Elgamal `p g y`); a parameter's bytes are its
 //! OpenPGP MPI with a zero byte in front when the top bit is set.
 //!
-//! Elliptic-curve keys hash their curve's parameters, which kbxscope does
-//! not carry: they get a stand-in, the SHA-1 of the key's public material.
-//! Only gpg-agent's `KEYGRIP` search reads the column; for what SQLite
-//! writes and reads, one 20-byte value spread like a hash is as good as
-//! another.
+//! An elliptic-curve key hashes its curve's domain parameters and its
+//! point the same way, `p a b g n q` ([`super::curves`]; a parameter's
+//! bytes without a sign byte, the point as the key holds it, but an
+//! Ed25519 EdDSA key's and a Curve25519 ECDH key's without their `0x40`
+//! prefix). A certificate's key is the same key as the certificate holds
+//! it ([`of_certificate`]). A key on a curve kbxscope does not know gets a
+//! stand-in, the SHA-1 of its public material: only gpg-agent's
+//! `KEYGRIP` search reads the column, and for what SQLite writes and
+//! reads one 20-byte value spread like a hash is as good as another.
 
 use sha1::{Digest, Sha1};
+
+use super::curves;
 
 /// An OpenPGP MPI at the start of `b`: its bytes and the rest.
 fn mpi(b: &[u8]) -> Option<(&[u8], &[u8])> {
@@ -30,6 +36,80 @@ fn signed(bytes: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(bytes);
     out
+}
+
+/// Hash `(1:<name><length>:<bytes>)` for each named parameter.
+fn hash_named<'a>(params: impl IntoIterator<Item = (char, &'a [u8])>) -> [u8; 20] {
+    let mut h = Sha1::new();
+    for (name, bytes) in params {
+        h.update(format!("(1:{name}{}:", bytes.len()).as_bytes());
+        h.update(bytes);
+        h.update(b")");
+    }
+    h.finalize().into()
+}
+
+/// A hex string's bytes (the curve table's, well-formed by
+/// construction; an odd number of digits read as if a `0` led them).
+fn unhex(hex: &str) -> Vec<u8> {
+    let even = if hex.len() % 2 == 1 { format!("0{hex}") } else { hex.to_string() };
+    (0..even.len()).step_by(2).filter_map(|i| u8::from_str_radix(even.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// A number's bytes as libgcrypt gives them: big-endian, no leading zeros.
+fn magnitude(hex: &str) -> Vec<u8> {
+    let mut b = unhex(hex);
+    let zeros = b.iter().take_while(|&&x| x == 0).count();
+    b.drain(..zeros);
+    b
+}
+
+/// An elliptic-curve key's keygrip: its material is the curve's OID
+/// (length, then body) and the point `q` as an MPI.
+fn ecc(algo: u8, material: &[u8]) -> Option<[u8; 20]> {
+    let (&len, rest) = material.split_first()?;
+    let oid = rest.get(..usize::from(len))?;
+    let curve = curves::by_oid(oid)?;
+    let (q, _) = mpi(&rest[usize::from(len)..])?;
+    // gpg gives libgcrypt an EdDSA Ed25519 key with its `eddsa` flag and a
+    // Curve25519 ECDH key with `djb-tweak`: both points hashed without the
+    // 0x40 prefix that marks them.
+    let prefixed = q.len() > 1 && q.len() % 2 == 1 && q[0] == 0x40;
+    let q = match (algo, curve.name) {
+        (22, "Ed25519") | (18, "Curve25519") if prefixed => &q[1..],
+        _ => q,
+    };
+    Some(ecc_grip(curve, q))
+}
+
+/// The keygrip of the point `q` on `curve`: its domain parameters and `q`.
+fn ecc_grip(curve: &curves::Curve, q: &[u8]) -> [u8; 20] {
+    let (p, a, b, g, n) =
+        (magnitude(curve.p), magnitude(curve.a), magnitude(curve.b), unhex(curve.g), magnitude(curve.n));
+    hash_named([('p', &p[..]), ('a', &a[..]), ('b', &b[..]), ('g', &g[..]), ('n', &n[..]), ('q', q)])
+}
+
+/// The keygrip of a certificate's key, as keyboxd stores it (ksba hands
+/// libgcrypt the key as the certificate holds it): an RSA modulus as its
+/// DER integer, an EC point with its named curve. `None` for other keys
+/// and curves kbxscope does not know.
+pub(crate) fn of_certificate(der: &[u8]) -> Option<[u8; 20]> {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    use x509_parser::public_key::PublicKey;
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let spki = cert.public_key();
+    match spki.parsed().ok()? {
+        PublicKey::RSA(rsa) => {
+            let zeros = rsa.modulus.iter().take_while(|&&b| b == 0).count();
+            Some(Sha1::digest(signed(&rsa.modulus[zeros..])).into())
+        }
+        PublicKey::EC(point) => {
+            let oid = spki.algorithm.parameters.as_ref()?.as_oid().ok()?;
+            let curve = curves::by_oid(oid.as_bytes())?;
+            Some(ecc_grip(curve, point.data()))
+        }
+        _ => None,
+    }
 }
 
 /// The keygrip of a key of algorithm `algo` whose public material (the
@@ -52,6 +132,7 @@ pub(crate) fn keygrip(algo: u8, material: &[u8]) -> [u8; 20] {
         1..=3 => mpi(material).map(|(n, _)| Sha1::digest(signed(n)).into()),
         17 => named(b"pqgy"),
         16 | 20 => named(b"pgy"),
+        18 | 19 | 22 => ecc(algo, material),
         _ => None,
     };
     grip.unwrap_or_else(|| Sha1::digest(material).into())

@@ -23,6 +23,7 @@
 //! * [`write`](mod@write) makes a database from a keybox's keys (in memory; the
 //!   caller writes the bytes).
 
+mod curves;
 mod image;
 mod keygrip;
 mod listing;

@@ -10,7 +10,7 @@
 //!   key, then 1, 2, … in keyblock order) with its fingerprint and key id
 //!   (a v4 fingerprint's last 8 bytes, a v5 one's first 8; a certificate's
 //!   SHA-1 fingerprint's last 8), and its `keygrip` (`keygrip.rs`:
-//!   libgcrypt's for RSA, DSA and Elgamal keys, a stand-in otherwise).
+//!   libgcrypt's, for RSA, DSA, Elgamal and EC keys on the curves it knows).
 //! * `userid`: an OpenPGP key's user ids (`uidno` 1, 2, … in keyblock
 //!   order, `addrspec` the lower-cased mail address or NULL); a
 //!   certificate's subject (`uidno` 1), then, when the subject holds an
@@ -133,9 +133,9 @@ pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, String> {
                 }
             }
             let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
-            // Stand-in keygrip (see `keygrip`): the certificate's key is
-            // not decoded here.
-            let grip = sha1::Sha1::digest(data).into();
+            // A stand-in where the key is not one kbxscope knows (see
+            // `keygrip.rs`).
+            let grip = super::keygrip::of_certificate(data).unwrap_or_else(|| sha1::Sha1::digest(data).into());
             (2, vec![(fpr, kid, grip)], uids, Some(issuer))
         }
         _ => return Err("neither OpenPGP nor X.509".into()),
