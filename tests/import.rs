@@ -508,33 +508,40 @@ fn signals_remove_the_private_copy() {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
-        let mut child = crate::common::bin()
-            .env("TMPDIR", &tmp)
-            .args(["--gnupg-version", "2.2", "--kbx-buffer-size", "0", "import", "--onto"])
-            .arg(&store)
-            .arg(&keys)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut run = crate::common::bin();
+        run.args(["--gnupg-version", "2.2", "--kbx-buffer-size", "0", "import", "--onto"]).arg(&store).arg(&keys);
         // Signalled once the private directory holds the temporary copy.
-        let writing = || {
-            std::fs::read_dir(&tmp)
-                .unwrap()
-                .filter_map(|e| std::fs::read_dir(e.ok()?.path()).ok())
-                .flatten()
-                .any(|f| f.is_ok_and(|f| f.file_name().to_string_lossy().ends_with(".tmp")))
-        };
-        while child.try_wait().unwrap().is_none() && !writing() {
-            std::thread::yield_now();
-        }
-        let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
-        assert!(sent.success());
-        let status = child.wait().unwrap();
+        let status = signalled_when(run, &tmp, signal, |name| name.ends_with(".tmp"));
         assert_eq!(status.code(), Some(code), "{signal}");
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{signal}: the private directory is left");
         assert!(std::fs::read(&store).unwrap() == before);
     }
+}
+
+/// `run` with `TMPDIR` at `tmp`, sent `signal` (`-INT`, `-TERM`) once a
+/// private directory in `tmp` holds a file whose name `ready` accepts (or
+/// once it ended): how it ended.
+pub(crate) fn signalled_when(
+    mut run: Command,
+    tmp: &Path,
+    signal: &str,
+    ready: impl Fn(&str) -> bool,
+) -> std::process::ExitStatus {
+    let mut child =
+        run.env("TMPDIR", tmp).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let writing = || {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .filter_map(|e| std::fs::read_dir(e.ok()?.path()).ok())
+            .flatten()
+            .any(|f| f.is_ok_and(|f| ready(&f.file_name().to_string_lossy())))
+    };
+    while child.try_wait().unwrap().is_none() && !writing() {
+        std::thread::yield_now();
+    }
+    let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    child.wait().unwrap()
 }
 
 /// A process that holds `home`'s keybox lock as GnuPG's lock file names
@@ -733,24 +740,37 @@ fn sweep_import_rows_equal_single_imports() {
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left");
 }
 
+/// kbxscope with `args`, then `keys`, and a 1 MiB tmpfs (mounted in `dir`)
+/// as `TMPDIR`: its output, and how many entries the tmpfs held after it.
+/// `None`, after a printed skip of `test`, where mounting needs root.
+pub(crate) fn on_a_full_disk(
+    test: &str,
+    dir: &Path,
+    args: &[&str],
+    keys: &Path,
+) -> Option<(std::process::Output, usize)> {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        crate::common::skip_part(test, "mounting a small tmpfs needs root");
+        return None;
+    }
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(mounted.success(), "mount a tmpfs");
+    let o = crate::common::bin().env("TMPDIR", &small).args(args).arg(keys).output();
+    let left = std::fs::read_dir(&small).map(|d| d.count()).unwrap_or(0);
+    let _ = Command::new("umount").arg(&small).status();
+    Some((o.unwrap(), left))
+}
+
 /// A file system that fills up during the replay (a 1 MiB tmpfs as
 /// TMPDIR; needs root to mount it): one line naming the file and the
 /// system's error, exit 1, nothing left on it.
 fn a_full_disk_is_one_line() {
-    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
-        crate::common::skip_part("import::a_full_disk_is_one_line", "mounting a small tmpfs needs root");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let keys = export_subset(dir.path(), 6);
-    let small = dir.path().join("small");
-    std::fs::create_dir(&small).unwrap();
-    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&small).status().unwrap();
-    assert!(mounted.success(), "mount a tmpfs");
-    let o = crate::common::bin().env("TMPDIR", &small).args(["--gnupg-version", "2.2", "import"]).arg(&keys).output();
-    let left = std::fs::read_dir(&small).map(|d| d.count()).unwrap_or(0);
-    let _ = Command::new("umount").arg(&small).status();
-    let o = o.unwrap();
+    let args = ["--gnupg-version", "2.2", "import"];
+    let Some((o, left)) = on_a_full_disk("import::a_full_disk_is_one_line", dir.path(), &args, &keys) else { return };
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     // gpg's line for each key imported before, then the error's one line.

@@ -316,21 +316,11 @@ fn keyboxd_refusals_are_one_line() {
 /// `TMPDIR`, 4.6 MB of keys): one line naming the database and what is
 /// wrong, exit 1, nothing left.
 fn a_full_disk_during_a_keyboxd_import_is_one_line() {
-    use std::process::Command;
-    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
-        crate::common::skip_part("keyboxd_import::a_full_disk", "mounting a small tmpfs needs root");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let keys = crate::import::export_subset(dir.path(), 24);
-    let small = dir.path().join("small");
-    std::fs::create_dir(&small).unwrap();
-    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&small).status().unwrap();
-    assert!(mounted.success(), "mount a tmpfs");
-    let o = crate::common::bin().env("TMPDIR", &small).args(["import", "--onto", "keyboxd"]).arg(&keys).output();
-    let left = std::fs::read_dir(&small).map(|d| d.count()).unwrap_or(0);
-    let _ = Command::new("umount").arg(&small).status();
-    let o = o.unwrap();
+    let args = ["import", "--onto", "keyboxd"];
+    let test = "keyboxd_import::a_full_disk";
+    let Some((o, left)) = crate::import::on_a_full_disk(test, dir.path(), &args, &keys) else { return };
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with("kbxscope: key ")).collect();
@@ -347,28 +337,10 @@ fn signals_remove_the_private_database() {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
-        let mut child = crate::common::bin()
-            .env("TMPDIR", &tmp)
-            .args(["import", "--onto", "keyboxd"])
-            .arg(&keys)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut run = crate::common::bin();
+        run.args(["import", "--onto", "keyboxd"]).arg(&keys);
         // Signalled once the private directory holds the database.
-        let writing = || {
-            std::fs::read_dir(&tmp)
-                .unwrap()
-                .filter_map(|e| std::fs::read_dir(e.ok()?.path()).ok())
-                .flatten()
-                .any(|f| f.is_ok_and(|f| f.file_name() == "pubring.db"))
-        };
-        while child.try_wait().unwrap().is_none() && !writing() {
-            std::thread::yield_now();
-        }
-        let sent = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
-        assert!(sent.success());
-        let status = child.wait().unwrap();
+        let status = crate::import::signalled_when(run, &tmp, signal, |name| name == "pubring.db");
         assert_eq!(status.code(), Some(code), "{signal}");
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{signal}: the private directory is left");
     }

@@ -3,7 +3,9 @@
 //! them (hex, big-endian; the generator as `04 || x || y`). These are the
 //! curves' public standard parameters in libgcrypt's conventions, which
 //! differ from others' for the two Bernstein curves: Ed25519's `a` and `b`
-//! (`-1` and `-d`) are hashed by magnitude, Curve25519's `a` is
+//! (`-1` and `-d`) are hashed by magnitude (every number here is whole
+//! bytes, a leading `0` added where libgcrypt's table has an odd count of
+//! digits), Curve25519's `a` is
 //! `(486662 - 2) / 4` and its generator's `y` the one libgcrypt keeps for
 //! its keygrips. Checked against `gpg --with-keygrip` for every curve the
 //! fixtures hold (`tests/keyboxd.rs`).
@@ -78,7 +80,7 @@ const CURVES: [Curve; 11] = [
         oid: &[0x2b, 0x81, 0x04, 0x00, 0x23],
         p: "01ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
         a: "01fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffc",
-        b: "051953eb9618e1c9a1f929a21a0b68540eea2da725b99b315f3b8b489918ef109e156193951ec7e937b1652c0bd3bb1bf073573df883d2c34f1ef451fd46b503f00",
+        b: "0051953eb9618e1c9a1f929a21a0b68540eea2da725b99b315f3b8b489918ef109e156193951ec7e937b1652c0bd3bb1bf073573df883d2c34f1ef451fd46b503f00",
         g: "0400c6858e06b70404e9cd9e3ecb662395b4429c648139053fb521f828af606b4d3dbaa14b5e77efe75928fe1dc127a2ffa8de3348b3c1856a429bf97e7e31c2e5bd66011839296a789a3bc0045c8a5fb42c7d1bd998f54449579b446817afbd17273e662c97ee72995ef42640c550b9013fad0761353c7086a272c24088be94769fd16650",
         n: "01fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffa51868783bf2f966b7fcc0148f709a5d03bb5c9b8899c47aebb6fb71e91386409",
     },

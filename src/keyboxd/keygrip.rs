@@ -19,14 +19,7 @@
 use sha1::{Digest, Sha1};
 
 use super::curves;
-
-/// An OpenPGP MPI at the start of `b`: its bytes and the rest.
-fn mpi(b: &[u8]) -> Option<(&[u8], &[u8])> {
-    let bits = usize::from(u16::from_be_bytes([*b.first()?, *b.get(1)?]));
-    let len = bits.div_ceil(8);
-    let bytes = b.get(2..2 + len)?;
-    Some((bytes, &b[2 + len..]))
-}
+use crate::kbx::keypacket::mpi;
 
 /// The bytes libgcrypt hashes for a parameter (a sign byte when needed).
 fn signed(bytes: &[u8]) -> Vec<u8> {
@@ -49,11 +42,10 @@ fn hash_named<'a>(params: impl IntoIterator<Item = (char, &'a [u8])>) -> [u8; 20
     h.finalize().into()
 }
 
-/// A hex string's bytes (the curve table's, well-formed by
-/// construction; an odd number of digits read as if a `0` led them).
+/// A hex string's bytes (the curve table's: whole bytes, well-formed by
+/// construction).
 fn unhex(hex: &str) -> Vec<u8> {
-    let even = if hex.len() % 2 == 1 { format!("0{hex}") } else { hex.to_string() };
-    (0..even.len()).step_by(2).filter_map(|i| u8::from_str_radix(even.get(i..i + 2)?, 16).ok()).collect()
+    (0..hex.len()).step_by(2).filter_map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// A number's bytes as libgcrypt gives them: big-endian, no leading zeros.
@@ -91,42 +83,41 @@ fn ecc_grip(curve: &curves::Curve, q: &[u8]) -> [u8; 20] {
 
 /// The keygrip of a certificate's key, as keyboxd stores it (ksba hands
 /// libgcrypt the key as the certificate holds it): an RSA modulus as its
-/// DER integer, an EC point with its named curve. `None` for other keys
-/// and curves kbxscope does not know.
-pub(crate) fn of_certificate(der: &[u8]) -> Option<[u8; 20]> {
+/// DER integer, an EC point with its named curve; for other keys and
+/// curves kbxscope does not know, a stand-in (the certificate's SHA-1).
+pub(crate) fn of_certificate(der: &[u8]) -> [u8; 20] {
     use x509_parser::prelude::{FromDer, X509Certificate};
     use x509_parser::public_key::PublicKey;
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
-    let spki = cert.public_key();
-    match spki.parsed().ok()? {
-        PublicKey::RSA(rsa) => {
-            let zeros = rsa.modulus.iter().take_while(|&&b| b == 0).count();
-            Some(Sha1::digest(signed(&rsa.modulus[zeros..])).into())
+    let grip = || -> Option<[u8; 20]> {
+        let (_, cert) = X509Certificate::from_der(der).ok()?;
+        let spki = cert.public_key();
+        match spki.parsed().ok()? {
+            PublicKey::RSA(rsa) => {
+                let zeros = rsa.modulus.iter().take_while(|&&b| b == 0).count();
+                Some(Sha1::digest(signed(&rsa.modulus[zeros..])).into())
+            }
+            PublicKey::EC(point) => {
+                let oid = spki.algorithm.parameters.as_ref()?.as_oid().ok()?;
+                Some(ecc_grip(curves::by_oid(oid.as_bytes())?, point.data()))
+            }
+            _ => None,
         }
-        PublicKey::EC(point) => {
-            let oid = spki.algorithm.parameters.as_ref()?.as_oid().ok()?;
-            let curve = curves::by_oid(oid.as_bytes())?;
-            Some(ecc_grip(curve, point.data()))
-        }
-        _ => None,
-    }
+    };
+    grip().unwrap_or_else(|| Sha1::digest(der).into())
 }
 
 /// The keygrip of a key of algorithm `algo` whose public material (the
 /// key packet's body after its algorithm id) is `material`.
 pub(crate) fn keygrip(algo: u8, material: &[u8]) -> [u8; 20] {
     let named = |names: &[u8]| -> Option<[u8; 20]> {
-        let mut h = Sha1::new();
+        let mut params = Vec::with_capacity(names.len());
         let mut rest = material;
         for name in names {
             let (bytes, more) = mpi(rest)?;
             rest = more;
-            let v = signed(bytes);
-            h.update(format!("(1:{}{}:", *name as char, v.len()).as_bytes());
-            h.update(&v);
-            h.update(b")");
+            params.push((char::from(*name), signed(bytes)));
         }
-        Some(h.finalize().into())
+        Some(hash_named(params.iter().map(|(n, v)| (*n, &v[..]))))
     };
     let grip = match algo {
         1..=3 => mpi(material).map(|(n, _)| Sha1::digest(signed(n)).into()),

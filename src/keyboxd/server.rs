@@ -246,12 +246,7 @@ impl<'db> Server<'db> {
     /// # Errors
     /// SQLite's error.
     pub(crate) fn search(&self, session: Session, what: &Search) -> Result<Option<Found>, DbError> {
-        // A global transaction asked for begins at the first search.
-        let bulk = self.bulk.get();
-        if bulk.asked && !bulk.active {
-            self.db.prepare_pending("begin transaction")?.step()?;
-            self.bulk.set(Bulk { active: true, ..bulk });
-        }
+        self.join_bulk()?;
         let mut sessions = self.sessions.borrow_mut();
         let s = &mut sessions[session.0];
         s.last_ubid = None;
@@ -270,6 +265,34 @@ impl<'db> Server<'db> {
             }
         }
         self.step(s)
+    }
+
+    /// Whether a request runs inside the global transaction a client asked
+    /// for (`TRANSACTION begin`), which the first request after the ask
+    /// begins in SQL.
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub(super) fn join_bulk(&self) -> Result<bool, DbError> {
+        let bulk = self.bulk.get();
+        if bulk.asked && !bulk.active {
+            self.db.prepare_pending("begin transaction")?.step()?;
+            self.bulk.set(Bulk { active: true, ..bulk });
+        }
+        Ok(bulk.asked)
+    }
+
+    /// A `SEARCH` on `session` and `NEXT` until no row is left (gpg's
+    /// question for a secret key: every key with that id).
+    ///
+    /// # Errors
+    /// SQLite's error.
+    pub(crate) fn search_to_end(&self, session: Session, what: &Search) -> Result<(), DbError> {
+        let mut found = self.search(session, what)?;
+        while found.is_some() {
+            found = self.next(session)?;
+        }
+        Ok(())
     }
 
     /// A `NEXT` request on `session`: the next row of its search.

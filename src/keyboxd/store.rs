@@ -107,16 +107,11 @@ impl Server<'_> {
     /// rolled back if one fails), or inside the global one a client asked
     /// for (begun here if it has not begun; not ended here).
     fn transaction(&self, rows: impl FnOnce() -> Result<(), DbError>) -> Result<(), DbError> {
+        if self.join_bulk()? {
+            return rows();
+        }
         let db = self.database();
-        let bulk = self.bulk.get();
-        if bulk.active {
-            return rows();
-        }
         exec(db, "begin transaction", |_| Ok(()))?;
-        if bulk.asked {
-            self.bulk.set(Bulk { active: true, ..bulk });
-            return rows();
-        }
         match rows() {
             Ok(()) => exec(db, "commit", |_| Ok(())),
             Err(e) => {

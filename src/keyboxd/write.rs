@@ -27,9 +27,7 @@
 
 use rusqlite::{params, Connection};
 
-use sha1::Digest;
-
-use super::keygrip::keygrip;
+use super::keygrip::{keygrip, of_certificate};
 use super::server::STARTUP;
 use crate::kbx::create::email_kludge;
 use crate::kbx::dump::hex_upper;
@@ -133,10 +131,7 @@ pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, String> {
                 }
             }
             let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
-            // A stand-in where the key is not one kbxscope knows (see
-            // `keygrip.rs`).
-            let grip = super::keygrip::of_certificate(data).unwrap_or_else(|| sha1::Sha1::digest(data).into());
-            (2, vec![(fpr, kid, grip)], uids, Some(issuer))
+            (2, vec![(fpr, kid, of_certificate(data))], uids, Some(issuer))
         }
         _ => return Err("neither OpenPGP nor X.509".into()),
     };

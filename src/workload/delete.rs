@@ -109,10 +109,7 @@ pub fn from_keyboxd(
                     _ => None,
                 };
                 if let Some(kid) = kid {
-                    let mut next = server.search(probe, &Search::LongKid(kid))?;
-                    while next.is_some() {
-                        next = server.next(probe)?;
-                    }
+                    server.search_to_end(probe, &Search::LongKid(kid))?;
                 }
                 pool.give_back(probe);
                 server.delete(&found.row.ubid)?;

@@ -212,10 +212,22 @@ fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, now: u32, header: 
     Ok(())
 }
 
-/// The keyblock a key blob holds, as a key to merge into.
-pub(super) fn keyblock_of(image: &[u8]) -> Option<IncomingKey> {
-    let Ok(Blob::Key(blob)) = parse_blob(image) else { return None };
-    incoming::keyblocks(blob.data()).ok()?.pop()
+/// gpg's merge of `key` into the keyblock the `store`'s blob `image`
+/// holds (`keybox`, `database`): the merged keyblock and what it gained.
+///
+/// # Errors
+/// The stored keyblock does not decode.
+pub(super) fn merged_into(image: &[u8], key: &IncomingKey, store: &str) -> Result<(IncomingKey, Added), ImportError> {
+    let old = match parse_blob(image) {
+        Ok(Blob::Key(blob)) => incoming::keyblocks(blob.data()).ok().and_then(|mut k| k.pop()),
+        _ => None,
+    };
+    let mut old = old.ok_or_else(|| ImportError::Key {
+        key_id: crate::kbx::dump::hex_upper(&key.key_id),
+        why: format!("the {store}'s keyblock does not decode"),
+    })?;
+    let added = merge(&mut old, key);
+    Ok((old, added))
 }
 
 /// The blob gpg stores for `key`: its packets in gpg's framing, the
@@ -262,11 +274,7 @@ fn one_key(
             KeyOutcome::Imported
         }
         Some(p) => {
-            let mut old = keyblock_of(&p.image).ok_or_else(|| ImportError::Key {
-                key_id: crate::kbx::dump::hex_upper(&key.key_id),
-                why: "the keybox's keyblock does not decode".into(),
-            })?;
-            let added: Added = merge(&mut old, key);
+            let (old, added) = merged_into(&p.image, key, "keybox")?;
             if !added.any() {
                 w.check_writable()?;
                 w.unlock()?;

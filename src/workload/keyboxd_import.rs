@@ -32,7 +32,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::import::{blob_of, keyblock_of, ImportError, ImportSummary, KeyImported, KeyOutcome};
+use super::import::{blob_of, merged_into, ImportError, ImportSummary, KeyImported, KeyOutcome};
 use crate::io::sqlite::{Database, DbError};
 use crate::io::update::KeyboxWriter;
 use crate::io::IoTally;
@@ -40,7 +40,7 @@ use crate::kbx::{parse_blob, Blob};
 use crate::keyboxd::server::{Found, Search, Server, Session};
 use crate::keyboxd::store::{self, StoreMode};
 use crate::keyboxd::write::rows_of;
-use crate::openpgp::incoming::{merge, IncomingKey};
+use crate::openpgp::incoming::IncomingKey;
 use crate::openpgp::{Judge, SigPacket};
 
 /// How keyboxd is run for an import.
@@ -181,11 +181,7 @@ fn one_key(
             KeyOutcome::Imported
         }
         Some(found) => {
-            let mut old = keyblock_of(&found.blob).ok_or_else(|| ImportError::Key {
-                key_id: crate::kbx::dump::hex_upper(&key.key_id),
-                why: "the database's keyblock does not decode".into(),
-            })?;
-            let added = merge(&mut old, key);
+            let (old, added) = merged_into(&found.blob, key, "database")?;
             if !added.any() {
                 user_id(server, import, uids, key)?;
                 return Ok(KeyOutcome::Unchanged);
@@ -195,11 +191,7 @@ fn one_key(
         }
     };
     user_id(server, import, uids, key)?;
-    let kid = Search::LongKid(key.key_id);
-    let mut found = server.search(import, &kid)?;
-    while found.is_some() {
-        found = server.next(import)?;
-    }
+    server.search_to_end(import, &Search::LongKid(key.key_id))?;
     Ok(outcome)
 }
 

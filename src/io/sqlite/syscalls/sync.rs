@@ -124,8 +124,8 @@ unsafe extern "C" fn open(
     unsafe { (*file).pMethods = counted };
     if !name.is_null() {
         let n = path_name(name as *const c_char);
-        NAMES.with(|names| {
-            let mut names = names.borrow_mut();
+        let _ = NAMES.try_with(|names| {
+            let Ok(mut names) = names.try_borrow_mut() else { return };
             names.retain(|(f, _)| *f != file as usize);
             names.push((file as usize, n));
         });
@@ -149,14 +149,19 @@ unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
         unsafe { (*(o as *const ffi::sqlite3_io_methods)).xSync }
     });
     let Some(original) = original else { return ffi::SQLITE_IOERR_FSYNC };
-    let name = NAMES.with(|n| n.borrow().iter().rev().find(|(f, _)| *f == file as usize).map(|(_, n)| n.clone()));
-    let armed = SINK.with(|s| {
-        let mut s = s.borrow_mut();
+    let name = NAMES
+        .try_with(|n| n.try_borrow().ok()?.iter().rev().find(|(f, _)| *f == file as usize).map(|(_, n)| n.clone()))
+        .ok()
+        .flatten();
+    // As every hook: a sink that cannot be had (thread ending, borrowed)
+    // leaves the call uncounted, never fails it.
+    let armed = SINK.try_with(|s| {
+        let mut s = s.try_borrow_mut().ok()?;
         let sink = s.as_mut()?;
         sink.syncing = Some(SyncWatch::default());
         Some((sink.trace, sink.template_buffer_size()))
     });
-    let Some((trace, buffer_size)) = armed else {
+    let Ok(Some((trace, buffer_size))) = armed else {
         // SAFETY: SQLite's own method on its own file.
         return unsafe { original(file, flags) };
     };
@@ -170,8 +175,8 @@ unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
     let rc = unsafe { original(file, flags) };
     let took = watch.map_or(Duration::ZERO, |w| w.elapsed());
     drop(entered);
-    SINK.with(|s| {
-        let mut s = s.borrow_mut();
+    let _ = SINK.try_with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else { return };
         let Some(sink) = s.as_mut() else { return };
         let w = sink.syncing.take().unwrap_or_default();
         let mut own = took.saturating_sub(w.around);
