@@ -15,7 +15,9 @@ use kbxscope::openpgp::incoming::{self, IncomingKey};
 use kbxscope::openpgp::Judge;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::workload::import::{self, ImportSummary, KeyImported, KeyOutcome};
+use kbxscope::workload::import_x509::{self, CertImported, CertOutcome, CertSummary};
 use kbxscope::workload::keyboxd_import;
+use kbxscope::x509::{self, incoming::IncomingCert};
 
 /// The largest file `import` reads (GnuPG has no such limit, but each of
 /// its keys is at most 5 MiB; this only keeps a mistaken path from
@@ -24,10 +26,10 @@ const FILE_LIMIT: u64 = 1 << 30;
 
 /// `import`.
 pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitCode> {
-    let mut keys = Vec::new();
-    for f in &a.files {
-        keys.extend(read_keys(f)?);
-    }
+    let keys = match read_input(&a.files)? {
+        Incoming::Keys(keys) => keys,
+        Incoming::Certs(certs) => return run_gpgsm(a, &certs, judge, tally),
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut emit = |k: &KeyImported| {
@@ -52,6 +54,64 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
         writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
     } else {
         eprint!("{}", summary_text(&summary));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the files to import hold: OpenPGP keys (gpg's import) or X.509
+/// certificates (gpgsm's).
+enum Incoming {
+    Keys(Vec<IncomingKey>),
+    Certs(Vec<IncomingCert>),
+}
+
+/// The keys or the certificates of `files`, which must all hold the same.
+fn read_input(files: &[PathBuf]) -> Result<Incoming> {
+    let mut keys = Vec::new();
+    let mut certs = Vec::new();
+    for f in files {
+        let bytes = read_file(f)?;
+        if x509::incoming::looks_like_certificates(&bytes) {
+            let read = x509::incoming::certificates(&bytes).with_context(|| format!("'{}'", f.display()))?;
+            certs.extend(read);
+        } else {
+            keys.extend(keys_of(f, &bytes)?);
+        }
+        if !keys.is_empty() && !certs.is_empty() {
+            bail!(
+                "'{}': certificates and OpenPGP keys in one import (gpgsm imports the ones, gpg the others)",
+                f.display()
+            );
+        }
+    }
+    Ok(if certs.is_empty() { Incoming::Keys(keys) } else { Incoming::Certs(certs) })
+}
+
+/// `import` of certificates: gpgsm's import into a keybox.
+fn run_gpgsm(a: &ImportArgs, certs: &[IncomingCert], judge: Judge, tally: &IoTally) -> Result<ExitCode> {
+    let onto = Onto::resolve(a.onto.as_deref(), judge.version)?;
+    if matches!(onto, Onto::Keyboxd(_)) {
+        bail!("gpgsm's import through keyboxd is not replayed: import certificates into a keybox");
+    }
+    if a.bulk_import {
+        bail!("--bulk-import is keyboxd's and gpg's: gpgsm has no such option");
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut emit = |c: &CertImported| {
+        if a.json {
+            let _ = serde_json::to_writer(&mut out, c).map(|()| writeln!(out));
+        } else {
+            eprintln!("{}", cert_message(c));
+        }
+    };
+    let summary = on_private_copy(&onto, &a.replay, tally, |store| {
+        import_x509::into_keybox(store, tally, certs, judge.now, judge.version, &mut emit)
+    })?;
+    if a.json {
+        writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
+    } else {
+        eprint!("{}", cert_summary_text(&summary));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -147,6 +207,20 @@ where
 
 /// The keys of one file, or a one-line error naming it.
 pub(super) fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
+    let bytes = read_file(f)?;
+    keys_of(f, &bytes)
+}
+
+/// The OpenPGP keys in `bytes`, the contents of `f`.
+fn keys_of(f: &Path, bytes: &[u8]) -> Result<Vec<IncomingKey>> {
+    let plain = incoming::dearmor(bytes).with_context(|| format!("'{}'", f.display()))?;
+    let keys =
+        incoming::keyblocks(&plain).with_context(|| format!("'{}' is not a file of OpenPGP keys", f.display()))?;
+    Ok(keys)
+}
+
+/// The bytes of a file to import, or a one-line error naming it.
+fn read_file(f: &Path) -> Result<Vec<u8>> {
     let meta = std::fs::metadata(f).with_context(|| format!("cannot read '{}'", f.display()))?;
     if !meta.is_file() {
         bail!("'{}' is not a file of keys", f.display());
@@ -154,11 +228,7 @@ pub(super) fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
     if meta.len() > FILE_LIMIT {
         bail!("'{}': {} bytes is more than import reads ({FILE_LIMIT})", f.display(), meta.len());
     }
-    let bytes = std::fs::read(f).with_context(|| format!("cannot read '{}'", f.display()))?;
-    let plain = incoming::dearmor(&bytes).with_context(|| format!("'{}'", f.display()))?;
-    let keys =
-        incoming::keyblocks(&plain).with_context(|| format!("'{}' is not a file of OpenPGP keys", f.display()))?;
-    Ok(keys)
+    std::fs::read(f).with_context(|| format!("cannot read '{}'", f.display()))
 }
 
 /// The private copy of a keybox starts with its header blob (`KBXf`).
@@ -190,6 +260,30 @@ fn message(k: &KeyImported) -> String {
             format!("kbxscope: key {id}: \"{uid}\" {}", parts.join(", "))
         }
     }
+}
+
+/// A line for one certificate (gpgsm prints them with `--verbose`).
+fn cert_message(c: &CertImported) -> String {
+    let (fpr, subject) = (&c.fingerprint, &c.subject);
+    let missing = if c.issuer_found { "" } else { " (issuer certificate not found)" };
+    match c.outcome {
+        CertOutcome::Imported => format!("kbxscope: certificate {fpr} \"{subject}\" imported{missing}"),
+        CertOutcome::Unchanged => format!("kbxscope: certificate {fpr} \"{subject}\" already in the keybox"),
+        CertOutcome::NotImported { reason } => {
+            format!("kbxscope: certificate {fpr} \"{subject}\" not imported: {reason}")
+        }
+    }
+}
+
+/// gpgsm's closing statistics, the lines it prints for non-zero counts.
+fn cert_summary_text(s: &CertSummary) -> String {
+    let mut out = format!("kbxscope: total number processed: {}\n", s.processed);
+    for (n, label) in [(s.imported, "imported"), (s.unchanged, "unchanged"), (s.not_imported, "not imported")] {
+        if n > 0 {
+            out += &format!("kbxscope: {label:>22}: {n}\n");
+        }
+    }
+    out
 }
 
 /// gpg's closing statistics, the lines it prints for non-zero counts.

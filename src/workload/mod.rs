@@ -13,6 +13,7 @@ pub mod delete;
 pub mod dump;
 pub mod find;
 pub mod import;
+pub mod import_x509;
 pub mod keyboxd;
 pub mod keyboxd_import;
 pub mod list;

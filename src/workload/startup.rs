@@ -42,24 +42,59 @@ pub(crate) struct Started {
     _dir: PrivateCopy,
 }
 
-/// The keybox's dotlock as the workload's searches take it (gpgsm 2.2).
-struct Dotlock {
+/// The keybox's dotlock as the workload's searches take it (gpgsm 2.2),
+/// held in the writer that owns the lock's files.
+pub(crate) struct Dotlock {
     writer: RefCell<KeyboxWriter>,
     held: Cell<bool>,
+    /// GnuPG 2.4's `keybox_lock`: `access(W_OK)` on the keybox before
+    /// each take and each release.
+    checked: bool,
+}
+
+impl Dotlock {
+    /// The lock of `writer`'s keybox, not held.
+    pub(crate) fn new(writer: KeyboxWriter) -> Self {
+        Self { writer: RefCell::new(writer), held: Cell::new(false), checked: false }
+    }
+
+    /// The same, taken and released through GnuPG 2.4's `keybox_lock`
+    /// (each time after an `access(W_OK)`).
+    pub(crate) fn checked(writer: KeyboxWriter) -> Self {
+        Self { checked: true, ..Self::new(writer) }
+    }
+
+    /// The writer, to write the keybox while the lock is held.
+    pub(crate) fn writer(&self) -> std::cell::RefMut<'_, KeyboxWriter> {
+        self.writer.borrow_mut()
+    }
+
+    /// The writer back, once no search shares the lock.
+    pub(crate) fn into_writer(self) -> KeyboxWriter {
+        self.writer.into_inner()
+    }
 }
 
 impl SearchLock for Dotlock {
     fn take(&self) {
         if !self.held.get() {
+            let mut w = self.writer.borrow_mut();
             // gpgsm goes on when the lock cannot be had.
-            let _ = self.writer.borrow_mut().lock();
+            if self.checked {
+                let _ = w.check_writable();
+            }
+            let _ = w.lock();
             self.held.set(true);
         }
     }
 
     fn release(&self) {
         if self.held.replace(false) {
-            let _ = self.writer.borrow_mut().unlock();
+            let mut w = self.writer.borrow_mut();
+            if self.checked {
+                let _ = w.check_writable();
+            }
+            let _ = w.unlock();
         }
     }
 }
@@ -92,7 +127,7 @@ impl Started {
             debug_assert!(false, "a lookup outlived its workload");
             return;
         };
-        let mut writer = lock.writer.into_inner();
+        let mut writer = lock.into_writer();
         // As for gpg, a failure here changes nothing the user sees.
         let _ = writer.finish();
         writer.settle();
@@ -125,5 +160,5 @@ pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result
         }
         let _ = writer.unlock();
     }
-    Ok(Started { lock: Rc::new(Dotlock { writer: RefCell::new(writer), held: Cell::new(false) }), _dir: dir })
+    Ok(Started { lock: Rc::new(Dotlock::new(writer)), _dir: dir })
 }

@@ -144,13 +144,7 @@ impl<'t> Validator<'t> {
             let Ok(info) = self.memo.info(&subject).cloned() else {
                 break Some(Problem::BadCertificate);
             };
-            let is_root = subject.issuer == subject.subject
-                && (info.aki_keyid.is_none() && info.aki_issuer_sn.is_none()
-                    || info.aki_keyid.is_some() && info.aki_keyid == info.ski
-                    || info
-                        .aki_issuer_sn
-                        .as_ref()
-                        .is_some_and(|(i, s)| *i == subject.issuer && super::certinfo::serial_eq(s, &subject.serial)));
+            let is_root = is_root(&subject, &info);
             // gpgsm's order: validity (a certificate not valid yet ends the
             // walk at once, an expired one only marks it), critical
             // extensions, policies (marked only), then the root's checks or
@@ -321,9 +315,23 @@ impl<'t> Validator<'t> {
         Ok(())
     }
 
+    /// Whether `cert` is a root, as gpgsm's `is_root_cert` decides (a
+    /// certificate that does not decode is not).
+    pub(crate) fn is_root(&mut self, cert: &Cert) -> bool {
+        self.memo.info(cert).is_ok_and(|info| is_root(cert, info))
+    }
+
+    /// Whether `issuer`'s key verifies `cert`'s signature.
+    pub(crate) fn signed_by(&mut self, cert: &Cert, issuer: &Cert) -> bool {
+        self.memo.signature_ok(cert, issuer)
+    }
+
     /// gpgsm's `find_up`: authorityKeyIdentifier issuer + serial, then key
     /// id, then the issuer name.
-    fn find_up(&mut self, cert: &Cert, search: &mut impl IssuerLookup) -> Result<Option<Cert>, LookupError> {
+    ///
+    /// # Errors
+    /// I/O errors of the lookups.
+    pub(crate) fn find_up(&mut self, cert: &Cert, search: &mut impl IssuerLookup) -> Result<Option<Cert>, LookupError> {
         let info = match self.memo.info(cert) {
             Ok(i) => i.clone(),
             Err(_) => return Ok(None),
@@ -343,4 +351,17 @@ impl<'t> Validator<'t> {
         let after_aki = info.aki_keyid.is_some() || info.aki_issuer_sn.is_some();
         search.by_subject(&cert.issuer, after_aki)
     }
+}
+
+/// gpgsm's `is_root_cert`: issuer and subject equal, and no
+/// authorityKeyIdentifier, or one that names the certificate itself (its
+/// issuer and serial, or its own subjectKeyIdentifier).
+fn is_root(cert: &Cert, info: &CertInfo) -> bool {
+    cert.issuer == cert.subject
+        && (info.aki_keyid.is_none() && info.aki_issuer_sn.is_none()
+            || info.aki_keyid.is_some() && info.aki_keyid == info.ski
+            || info
+                .aki_issuer_sn
+                .as_ref()
+                .is_some_and(|(i, s)| *i == cert.issuer && super::certinfo::serial_eq(s, &cert.serial)))
 }

@@ -277,6 +277,32 @@ impl<O: Opener> Gnupg<O> {
     }
 }
 
+impl<O: Opener> Gnupg<O> {
+    /// gpgsm's `keydb_search_fpr` on a handle in ephemeral mode (every
+    /// certificate, ephemeral or not, as `keydb_store_cert` searches):
+    /// from the start, to the certificate or the end of the file.
+    ///
+    /// # Errors
+    /// The search failed.
+    pub(crate) fn by_fingerprint(&mut self, fpr: &[u8; 20]) -> Result<Option<Cert>, LookupError> {
+        self.first_in(&[true], Some(fpr), |b| b.key(0).fingerprint == fpr)
+    }
+
+    /// gpgsm's `keydb_search_reset` on the handle: one `lseek(2)` to the
+    /// start if its file is open.
+    ///
+    /// # Errors
+    /// The rewind failed.
+    pub(crate) fn reset(&mut self) -> Result<(), LookupError> {
+        self.handle.reset()
+    }
+
+    /// The handle's file closed (gpgsm's keybox closes it before a write).
+    pub(crate) fn close(&mut self) {
+        self.handle.close();
+    }
+}
+
 impl<O: Opener> SubjectSearches for Gnupg<O> {
     fn all_with_subject(&mut self, subject: &[u8], ephemeral: bool) -> Result<Vec<Cert>, LookupError> {
         // gpgsm loops over every certificate with this subject until EOF

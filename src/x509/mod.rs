@@ -4,6 +4,7 @@
 //! * `trustlist`: gpg-agent's `trustlist.txt` ([`TrustList`]);
 //! * `certinfo`: the parts of a certificate validation looks at
 //!   (`CertInfo`);
+//! * [`incoming`]: the certificates of a file gpgsm imports;
 //! * `memo`: certificates decoded and signatures checked once per run (`Memo`);
 //! * `chain`: chain building and gpgsm's verdicts (`Validator`);
 //! * `sigcheck`: signature checks with exactly the algorithms gpgsm
@@ -19,6 +20,7 @@
 mod certinfo;
 mod chain;
 mod describe;
+pub mod incoming;
 mod keyboxd;
 pub(crate) mod lookup;
 mod memo;

@@ -219,13 +219,37 @@ impl KeyboxWriter {
         r.map_err(self.err("write", Role::Store))
     }
 
+    /// Create the keybox with `header` in one go (gpgsm's
+    /// `maybe_create_keybox`: opened for writing once, written, closed).
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn create_once(&mut self, header: &[u8]) -> Result<(), UpdateError> {
+        let r = (|| {
+            let mut f = self.files.open(Role::Store, Some((libc::O_CREAT | libc::O_TRUNC, 0o600)))?;
+            let wrote = self.files.write(&mut f, header);
+            let closed = self.files.close(f);
+            wrote.and(closed)
+        })();
+        r.map_err(self.err("write", Role::Store))
+    }
+
     /// Append `blob` through a full copy (GnuPG's insert). `header` is
     /// written first when the keybox does not exist yet.
     ///
     /// # Errors
     /// A system call failed; the temporary file is removed.
     pub fn insert(&mut self, blob: &[u8], header: &[u8]) -> Result<(), UpdateError> {
-        self.copy_with(None, blob, Some(header))
+        self.copy_with(None, blob, Some(header), true)
+    }
+
+    /// Append a certificate's `blob` through a full copy (gpgsm's insert:
+    /// the header's OpenPGP flag left as it is).
+    ///
+    /// # Errors
+    /// A system call failed; the temporary file is removed.
+    pub fn insert_cert(&mut self, blob: &[u8], header: &[u8]) -> Result<(), UpdateError> {
+        self.copy_with(None, blob, Some(header), false)
     }
 
     /// Put `blob` in place of the `old_len` bytes at `offset` through a
@@ -234,7 +258,7 @@ impl KeyboxWriter {
     /// # Errors
     /// A system call failed; the temporary file is removed.
     pub fn update(&mut self, offset: u64, old_len: u64, blob: &[u8]) -> Result<(), UpdateError> {
-        self.copy_with(Some((offset, old_len)), blob, None)
+        self.copy_with(Some((offset, old_len)), blob, None, false)
     }
 
     fn copy_with(
@@ -242,6 +266,7 @@ impl KeyboxWriter {
         replace: Option<(u64, u64)>,
         blob: &[u8],
         header: Option<&[u8]>,
+        openpgp: bool,
     ) -> Result<(), UpdateError> {
         self.check_writable()?;
         let source = match self.files.open(Role::Store, None) {
@@ -263,7 +288,7 @@ impl KeyboxWriter {
         };
         let mut s = Streams::new(&mut self.files, source, Some(tmp), buffer);
         let copied = match replace {
-            None => s.copy_rest(true).and_then(|()| s.put(blob)),
+            None => s.copy_rest(openpgp).and_then(|()| s.put(blob)),
             Some((at, len)) => s
                 .copy_upto(at)
                 .and_then(|()| s.skip(at, len))
@@ -284,13 +309,23 @@ impl KeyboxWriter {
     /// # Errors
     /// A system call failed.
     pub fn delete(&mut self, offset: u64) -> Result<(), UpdateError> {
+        self.write_in_place(offset + 4, &[0])
+    }
+
+    /// Overwrite the bytes at `at` with `bytes` in place (GnuPG's
+    /// `keybox_set_flags` and delete: the keybox opened for update, an
+    /// `lseek` there, one by 0 as estream turns to writing, one write).
+    ///
+    /// # Errors
+    /// A system call failed.
+    pub fn write_in_place(&mut self, at: u64, bytes: &[u8]) -> Result<(), UpdateError> {
         let r = (|| {
             let mut f = self.files.open(Role::Store, Some((0, 0)))?;
             let done = self
                 .files
-                .seek(&mut f, offset + 4)
+                .seek(&mut f, at)
                 .and_then(|()| self.files.tell(&mut f))
-                .and_then(|()| self.files.write(&mut f, &[0]));
+                .and_then(|()| self.files.write(&mut f, bytes));
             let closed = self.files.close(f);
             done.and(closed)
         })();

@@ -1,0 +1,343 @@
+//! `import FILE…` of X.509 certificates: gpgsm's import into a keybox,
+//! 2.2's or 2.4's, replayed on a private copy with the reads and writes
+//! gpgsm makes (read in GnuPG's `sm/import.c`, `sm/keydb.c`,
+//! `sm/certchain.c` and `kbx/keybox-update.c`; checked under strace):
+//!
+//! * **Start**: a keybox that does not exist is made under the lock
+//!   (opened once, its header written); the lock's own file goes and is
+//!   made again; then, under the lock, GnuPG's maintenance pass. On a
+//!   keybox that exists, the start every gpgsm command makes.
+//! * **Each certificate** (`check_and_store`): the basic check — a root's
+//!   self-signature is verified, any other certificate's issuer looked up
+//!   as chain validation looks it up (`find_up`, on a new handle) and its
+//!   signature verified; a missing issuer does not stop the import, a bad
+//!   signature does. Then the store (`keydb_store_cert`): under the lock, a
+//!   fingerprint search over every certificate, ephemeral ones too, on a
+//!   new handle. A new certificate: the handle rewound, `access(W_OK)`,
+//!   its file closed, the blob appended through a full copy of the keybox,
+//!   the lock released. A certificate already there: the handle released
+//!   (and the lock), then the search again under the lock on another
+//!   handle (`keydb_set_cert_flags`), its ephemeral flag cleared in place
+//!   if it had one. Then the issuer looked up once more (`find_up` on a new
+//!   handle) and, when found, checked and stored the same way, up to a
+//!   root or a missing issuer (at most 50 deep).
+//! * gpgsm 2.2 takes the lock at every search when it is not held and
+//!   lets it go as the handle is released; 2.4 searches without it.
+//!
+//! gpgsm asks dirmngr for issuers it cannot find; the replay is gpgsm
+//! whose dirmngr finds nothing (`--disable-dirmngr`, or offline with an
+//! empty cache), which changes nothing on the keybox.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use super::import::ImportError;
+use super::startup::Dotlock;
+use crate::gnupg_version::GnupgVersion;
+use crate::io::update::{KeyboxWriter, Role};
+use crate::io::{IoTally, PathOpener};
+use crate::kbx::encode::{encode_header, HeaderSpec};
+use crate::lookup::SearchLock as _;
+use crate::openpgp::lookup::Gnupg as GpgLookups;
+use crate::x509::incoming::IncomingCert;
+use crate::x509::lookup::Gnupg;
+use crate::x509::{Cert, IssuerLookup, TrustList, Validator};
+
+/// gpgsm's longest chain of issuers walked on import.
+const MAX_DEPTH: usize = 50;
+
+/// Offset of a blob's 16-bit flags, and the ephemeral flag among them.
+const BLOB_FLAGS_AT: u64 = 6;
+const FLAG_EPHEMERAL: u16 = 2;
+
+/// What gpgsm prints at the end of an import (`print_imported_summary`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CertSummary {
+    /// Certificates read.
+    pub processed: u64,
+    /// New certificates.
+    pub imported: u64,
+    /// Certificates already there.
+    pub unchanged: u64,
+    /// Certificates refused (bad signature, chain too long).
+    pub not_imported: u64,
+}
+
+/// What happened to one certificate.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome")]
+pub enum CertOutcome {
+    /// A new certificate.
+    Imported,
+    /// Already there.
+    Unchanged,
+    /// Refused.
+    NotImported {
+        /// gpgsm's words.
+        reason: &'static str,
+    },
+}
+
+/// One certificate of the import.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CertImported {
+    /// Its SHA-1 fingerprint, upper-case hex.
+    pub fingerprint: String,
+    /// Its subject.
+    pub subject: String,
+    /// Whether its issuer was found (gpgsm imports it either way).
+    pub issuer_found: bool,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: CertOutcome,
+}
+
+/// The flags of an ephemeral certificate blob gpgsm made.
+const fn stored_flags() -> u16 {
+    FLAG_EPHEMERAL
+}
+
+/// The outcome of gpgsm's basic check.
+enum Basic {
+    /// A root with a good self-signature, or a certificate its issuer signed.
+    Good,
+    /// The issuer is not in the keybox: imported all the same.
+    NoIssuer,
+    /// Refused, with gpgsm's reason.
+    Bad(&'static str),
+}
+
+/// Import `certs` into the keybox at `store` (a private copy; made if it
+/// does not exist) as `version`'s gpgsm would at `at` (Unix seconds), its
+/// events counted in `tally`; each certificate's outcome handed to `emit`.
+///
+/// # Errors
+/// The first write or search that failed.
+pub fn into_keybox(
+    store: &Path,
+    tally: &IoTally,
+    certs: &[IncomingCert],
+    at: i64,
+    version: GnupgVersion,
+    mut emit: impl FnMut(&CertImported),
+) -> Result<CertSummary, ImportError> {
+    let _cmd = tracing::info_span!(target: "kbx::lookup", "import", certificates = certs.len()).entered();
+    let now = u32::try_from(at.max(0)).unwrap_or(u32::MAX);
+    let header = encode_header(&HeaderSpec { openpgp: false, created_at: now, last_maintenance: now });
+    let mut w = KeyboxWriter::new(store, tally);
+    if let Err(e) = start(&mut w, store, tally, &header) {
+        let _ = w.finish();
+        w.settle();
+        return Err(e);
+    }
+    let lock = Rc::new(match version {
+        GnupgVersion::V2_2 => Dotlock::new(w),
+        GnupgVersion::V2_4 => Dotlock::checked(w),
+    });
+
+    let opener = PathOpener::new(store.to_path_buf(), tally.clone());
+    let lookups = match version {
+        GnupgVersion::V2_2 => Gnupg::locking(opener, lock.clone()),
+        GnupgVersion::V2_4 => Gnupg::new(opener),
+    };
+    let trust = TrustList::default();
+    let mut run = Gpgsm { lock: lock.clone(), lookups, validator: Validator::new(&trust, at), now, header };
+    let result = maintain(&lock, now).and_then(|()| {
+        let mut summary = CertSummary::default();
+        for c in certs {
+            let done = run.check_and_store(&c.cert)?;
+            summary.processed += 1;
+            match done.outcome {
+                CertOutcome::Imported => summary.imported += 1,
+                CertOutcome::Unchanged => summary.unchanged += 1,
+                CertOutcome::NotImported { .. } => summary.not_imported += 1,
+            }
+            emit(&done);
+        }
+        Ok(summary)
+    });
+    drop(run);
+    let Ok(lock) = Rc::try_unwrap(lock) else {
+        debug_assert!(false, "a lookup outlived the import");
+        return result;
+    };
+    let mut w = lock.into_writer();
+    let finished = w.finish();
+    w.settle();
+    let summary = result?;
+    finished?;
+    Ok(summary)
+}
+
+/// gpgsm's start on the keybox it imports into, up to its maintenance
+/// pass ([`maintain`]).
+fn start(w: &mut KeyboxWriter, store: &Path, tally: &IoTally, header: &[u8]) -> Result<(), ImportError> {
+    if store.exists() {
+        GpgLookups::new(PathOpener::new(store.to_path_buf(), tally.clone())).probe()?;
+        w.exists(Role::Store);
+        w.readable();
+    } else {
+        // The probe's open fails; gpgsm makes the file under a lock of
+        // its own, which it then destroys.
+        let _ = crate::io::KeyboxFile::open(store, tally);
+        w.exists(Role::Store);
+        w.lock()?;
+        w.exists(Role::Store);
+        w.create_once(header)?;
+        w.unlock()?;
+        w.finish()?;
+    }
+    Ok(())
+}
+
+/// GnuPG's maintenance pass at gpgsm's start, under the lock (gpgsm goes
+/// on when it cannot have the lock).
+fn maintain(lock: &Dotlock, now: u32) -> Result<(), ImportError> {
+    lock.take();
+    let done = lock.writer().compress(now, false);
+    lock.release();
+    done?;
+    Ok(())
+}
+
+/// One gpgsm import run: the lock, the handle of the moment, the checks.
+struct Gpgsm<'t> {
+    lock: Rc<Dotlock>,
+    lookups: Gnupg<PathOpener>,
+    validator: Validator<'t>,
+    now: u32,
+    header: Vec<u8>,
+}
+
+impl Gpgsm<'_> {
+    /// gpgsm's `check_and_store` of a certificate read from the input,
+    /// and of the issuers above it.
+    fn check_and_store(&mut self, cert: &Cert) -> Result<CertImported, ImportError> {
+        let basic = self.basic_check(cert)?;
+        let issuer_found = !matches!(basic, Basic::NoIssuer);
+        let described = |outcome| CertImported {
+            fingerprint: crate::kbx::dump::hex_upper(&cert.fpr),
+            subject: String::from_utf8_lossy(&cert.subject).into_owned(),
+            issuer_found,
+            outcome,
+        };
+        if let Basic::Bad(reason) = basic {
+            return Ok(described(CertOutcome::NotImported { reason }));
+        }
+        let outcome = if self.store(cert)? { CertOutcome::Unchanged } else { CertOutcome::Imported };
+        // Up the chain: each issuer found is checked and stored again
+        // (gpgsm's recursion, not counted in its statistics).
+        let mut at = cert.clone();
+        for _ in 1..MAX_DEPTH {
+            let Some(next) = self.walk(&at)? else { break };
+            if let Basic::Bad(_) = self.basic_check(&next)? {
+                break;
+            }
+            self.store(&next)?;
+            at = next;
+        }
+        Ok(described(outcome))
+    }
+
+    /// gpgsm's `gpgsm_basic_cert_check`.
+    fn basic_check(&mut self, cert: &Cert) -> Result<Basic, ImportError> {
+        let _span = tracing::info_span!(target: "kbx::lookup", "basic_check").entered();
+        if self.validator.is_root(cert) {
+            return Ok(if self.validator.signed_by(cert, cert) { Basic::Good } else { Basic::Bad("bad certificate") });
+        }
+        let issuer = self.on_new_handle(|v, l| v.find_up(cert, l))?;
+        Ok(match issuer {
+            None => Basic::NoIssuer,
+            Some(i) if self.validator.signed_by(cert, &i) => Basic::Good,
+            Some(_) => Basic::Bad("bad signature"),
+        })
+    }
+
+    /// gpgsm's `gpgsm_walk_cert_chain`: the issuer of a certificate that
+    /// is not a root, looked up on a new handle.
+    fn walk(&mut self, cert: &Cert) -> Result<Option<Cert>, ImportError> {
+        if self.validator.is_root(cert) {
+            return Ok(None);
+        }
+        let _span = tracing::info_span!(target: "kbx::lookup", "walk_chain").entered();
+        self.on_new_handle(|v, l| v.find_up(cert, l))
+    }
+
+    /// `look` on a new handle, released after (and with it gpgsm 2.2's
+    /// lock, when a search took it).
+    fn on_new_handle<T>(
+        &mut self,
+        look: impl FnOnce(&mut Validator<'_>, &mut Gnupg<PathOpener>) -> Result<T, crate::lookup::LookupError>,
+    ) -> Result<T, ImportError> {
+        self.lookups.begin_cert();
+        let found = look(&mut self.validator, &mut self.lookups);
+        self.lookups.end_cert();
+        Ok(found?)
+    }
+
+    /// gpgsm's `keydb_store_cert`: whether the certificate was there.
+    fn store(&mut self, cert: &Cert) -> Result<bool, ImportError> {
+        let _span = tracing::info_span!(target: "kbx::lookup", "store").entered();
+        self.lookups.begin_cert();
+        self.lock.take();
+        let found = self.lookups.by_fingerprint(&cert.fpr);
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => return Err(self.released(e.into())),
+        };
+        if found.is_some() {
+            self.release();
+            self.clear_ephemeral(cert)?;
+            return Ok(true);
+        }
+        // `keydb_locate_writable`, then `keybox_insert_cert`.
+        let blob = crate::x509::incoming::stored_blob(&cert.der, self.now)
+            .map_err(|e| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&cert.fpr), why: e.to_string() });
+        let written = blob.and_then(|blob| {
+            self.lookups.reset()?;
+            let mut w = self.lock.writer();
+            w.check_writable()?;
+            self.lookups.close();
+            w.insert_cert(&blob, &self.header)?;
+            Ok(())
+        });
+        self.release();
+        written.map(|()| false)
+    }
+
+    /// gpgsm's `keydb_set_cert_flags` clearing the ephemeral flag of a
+    /// certificate that is there: searched for again under the lock on a
+    /// new handle, the flag written in place if it was set.
+    fn clear_ephemeral(&mut self, cert: &Cert) -> Result<(), ImportError> {
+        self.lookups.begin_cert();
+        self.lock.take();
+        let found = match self.lookups.by_fingerprint(&cert.fpr) {
+            Ok(f) => f,
+            Err(e) => return Err(self.released(e.into())),
+        };
+        let written = match found {
+            Some(stored) if stored.ephemeral => {
+                self.lookups.close();
+                // Without the ephemeral flag: gpgsm's certificate blobs
+                // carry no other.
+                let flags = (stored_flags() & !FLAG_EPHEMERAL).to_be_bytes();
+                self.lock.writer().write_in_place(stored.offset + BLOB_FLAGS_AT, &flags).map_err(ImportError::from)
+            }
+            _ => Ok(()),
+        };
+        self.release();
+        written
+    }
+
+    /// The handle released, and the lock with it.
+    fn release(&mut self) {
+        self.lookups.end_cert();
+        self.lock.release();
+    }
+
+    /// `e`, once the handle and the lock are released.
+    fn released(&mut self, e: ImportError) -> ImportError {
+        self.release();
+        e
+    }
+}
