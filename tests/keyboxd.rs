@@ -657,7 +657,15 @@ fn every_workload_on(path: &Path, case: &str) -> usize {
                 }
             }
             for lookup in [Strategy::Gnupg, Strategy::Index] {
-                match workload::validate::run(&store, lookup, &Default::default(), 1_800_000_000, false, |_| {}) {
+                match workload::validate::run(
+                    &store,
+                    lookup,
+                    &Default::default(),
+                    1_800_000_000,
+                    GnupgVersion::V2_4,
+                    false,
+                    |_| {},
+                ) {
                     Ok(ran) => errors
                         .extend(ran.outcome.problems.iter().chain(&ran.outcome.fatal).map(|e| ran.places.describe(e))),
                     Err(e) => errors.push(e.to_string()),

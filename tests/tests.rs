@@ -17,6 +17,7 @@ mod gen;
 mod gnupg_live;
 mod gpg_live;
 mod import;
+mod import_x509;
 mod keyboxd;
 mod keyboxd_import;
 mod one_line_errors;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         gnupg_live::TESTS,
         gpg_live::TESTS,
         import::TESTS,
+        import_x509::TESTS,
         keyboxd_import::TESTS,
         keyboxd::TESTS,
         one_line_errors::TESTS,

@@ -27,7 +27,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = workload::stats::run(&db);
     let _ = workload::dump::run(&db, |_, _| {});
     let _ = workload::list::run(&db, workload::TypeFilter::All, |_| {});
-    let _ = workload::validate::run(&db, Strategy::Gnupg, &Default::default(), 1_800_000_000, false, |_| {});
+    let version = kbxscope::gnupg_version::GnupgVersion::V2_4;
+    let _ = workload::validate::run(&db, Strategy::Gnupg, &Default::default(), 1_800_000_000, version, false, |_| {});
     let _ = workload::sigs::run(&db, Mode::CheckSigs, Strategy::Gnupg, Judge { version: GnupgVersion::V2_4, now: 1_800_000_000 }, |_| {});
     drop(db);
     let names: Vec<_> = std::fs::read_dir(dir.path()).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();

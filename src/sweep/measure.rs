@@ -116,7 +116,7 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk
     let (trust, at) = (plan.trust, plan.at);
     let fatal = match plan.workload {
         Workload::Validate(lookup) => {
-            workload::validate::run(&store, *lookup, trust, at, plan.searches_lock, |_| {})?.outcome.fatal
+            workload::validate::run(&store, *lookup, trust, at, plan.version, plan.searches_lock, |_| {})?.outcome.fatal
         }
         Workload::Sigs(mode, lookup) => {
             let judge = Judge { version: plan.version, now: at };

@@ -75,7 +75,7 @@ pub fn run(
 ) -> Result<Ran<SigsOutcome>, StoreError> {
     match store {
         Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
-            let started = startup::reading(opener, judge.now, Program::Gpg)?;
+            let started = startup::reading(opener, judge.now, Program::Gpg, judge.version)?;
             let outcome = on_keybox(&started.opener(opener), mode, lookup, judge, emit);
             started.finish();
             Ok(Ran::keybox(outcome?))

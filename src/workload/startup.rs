@@ -4,7 +4,8 @@
 //!
 //! * the keybox opened to recognise it, one read of the buffer's size,
 //!   closed;
-//! * `access` (gpg: `F_OK`, `R_OK`, `W_OK`; gpgsm: `F_OK`, `R_OK`);
+//! * `access` (gpg: `F_OK`, `R_OK`, `W_OK`; gpgsm: `F_OK`, `R_OK`; gpgsm
+//!   2.4 then `W_OK` before it takes the lock and before it releases it);
 //! * the lock taken (its own file made first), GnuPG's maintenance pass
 //!   ([`KeyboxWriter::compress`]: on a keybox whose stamp is three hours
 //!   old, a copy through `pubring.kbx.tmp`, removed again if nothing was
@@ -17,6 +18,7 @@
 //! replaces the keybox, the new keybox, which the workload then reads (as
 //! GnuPG reads the keybox it just wrote).
 
+use crate::gnupg_version::GnupgVersion;
 use crate::io::update::{KeyboxWriter, PrivateCopy, Role};
 use crate::io::{OpenError, PathOpener};
 use crate::lookup::{LookupError, SearchLock};
@@ -138,7 +140,12 @@ impl Started {
 ///
 /// # Errors
 /// The keybox cannot be opened, or no private directory can be made.
-pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result<Started, StoreError> {
+pub(crate) fn reading(
+    opener: &PathOpener,
+    now: i64,
+    program: Program,
+    version: GnupgVersion,
+) -> Result<Started, StoreError> {
     let dir = PrivateCopy::empty(None, "pubring.kbx").map_err(|error| StoreError::Private { error })?;
     let mut writer = KeyboxWriter::reading(&opener.path, dir.dir(), &opener.tally);
     match Gnupg::new(opener.clone()).probe() {
@@ -151,11 +158,17 @@ pub(crate) fn reading(opener: &PathOpener, now: i64, program: Program) -> Result
     if program == Program::Gpg {
         let _ = writer.check_writable();
     }
+    // gpgsm 2.4 takes and releases the lock through `keybox_lock`, which
+    // checks the keybox is writable first; gpg checks after the pass.
+    let lock_checks = program == Program::Gpgsm && version == GnupgVersion::V2_4;
+    if lock_checks {
+        let _ = writer.check_writable();
+    }
     // gpg and gpgsm go on quietly when the lock or the pass fails.
     if writer.lock().is_ok() {
         let stamp_now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
         let _ = writer.compress(stamp_now, program == Program::Gpg);
-        if program == Program::Gpg {
+        if program == Program::Gpg || lock_checks {
             let _ = writer.check_writable();
         }
         let _ = writer.unlock();

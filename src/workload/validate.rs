@@ -15,6 +15,7 @@ use super::list::{KeyDetails, ListOutcome, Listed};
 use super::places::Ran;
 use super::scan::{ContentError, Item, ScanError, ScanErrorKind, Scanner};
 use super::startup::{self, Program};
+use crate::gnupg_version::GnupgVersion;
 use crate::io::sqlite::Database;
 use crate::io::{OpenError, Opener};
 use crate::kbx::{parse_blob, Blob, BlobType};
@@ -29,7 +30,8 @@ use std::rc::Rc;
 /// List and validate every certificate of `store` with the `lookup`
 /// strategy, trusting the roots of `trust`, at time `at` (Unix seconds);
 /// with `searches_lock` and the `gnupg` strategy on a keybox, taking the
-/// keybox's lock around the searches as gpgsm 2.2 does (2.4 does not).
+/// keybox's lock around the searches as gpgsm 2.2 does (2.4 does not);
+/// gpgsm's start as `version`'s.
 ///
 /// # Errors
 /// The store cannot be read before the listing starts; later problems
@@ -39,12 +41,13 @@ pub fn run(
     lookup: Strategy,
     trust: &TrustList,
     at: i64,
+    version: GnupgVersion,
     searches_lock: bool,
     emit: impl FnMut(Listed),
 ) -> Result<Ran<ListOutcome>, StoreError> {
     match store {
         Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
-            let started = startup::reading(opener, at, Program::Gpgsm)?;
+            let started = startup::reading(opener, at, Program::Gpgsm, version)?;
             let lock = searches_lock.then(|| started.search_lock());
             let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, lock, emit);
             started.finish();

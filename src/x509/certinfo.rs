@@ -6,7 +6,7 @@ use std::sync::Arc;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::kbx::dn::gnupg_dn;
+use crate::kbx::dn::gnupg_dn_bytes;
 use crate::kbx::KeyBlob;
 
 /// A certificate found in the keybox, with the strings GnuPG stored for it.
@@ -134,7 +134,7 @@ impl CertInfo {
                     info.aki_keyid = a.key_identifier.as_ref().map(|k| k.0.to_vec());
                     let name = a.authority_cert_issuer.as_ref().and_then(|names| {
                         names.iter().find_map(|n| match n {
-                            GeneralName::DirectoryName(dn) => Some(gnupg_dn(dn).into_bytes()),
+                            GeneralName::DirectoryName(dn) => Some(gnupg_dn_bytes(dn)),
                             _ => None,
                         })
                     });

@@ -75,13 +75,13 @@ pub(crate) fn stored_blob(der: &[u8], now: u32) -> Result<Vec<u8>, crate::kbx::c
     Ok(encode_key_blob(&spec))
 }
 
-/// Whether `bytes` look like certificates rather than OpenPGP keys: a PEM
-/// certificate block, or a DER certificate.
+/// Whether `bytes` are for gpgsm rather than gpg: PEM that is not an
+/// OpenPGP armor (certificates, or something [`certificates`] names and
+/// refuses), or a DER certificate.
 #[must_use]
 pub fn looks_like_certificates(bytes: &[u8]) -> bool {
-    let pem = |label: &[u8]| bytes.windows(label.len()).any(|w| w == label);
-    pem(b"-----BEGIN CERTIFICATE-----")
-        || pem(b"-----BEGIN X509 CERTIFICATE-----")
+    let has = |label: &[u8]| bytes.windows(label.len()).any(|w| w == label);
+    has(b"-----BEGIN ") && !has(b"-----BEGIN PGP ")
         || bytes.first() == Some(&0x30) && X509Certificate::from_der(bytes).is_ok()
 }
 
@@ -145,6 +145,7 @@ mod tests {
     fn other_files_are_refused_in_one_line() {
         assert!(!looks_like_certificates(b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n"));
         let key = b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        assert!(looks_like_certificates(key));
         assert!(matches!(certificates(key), Err(IncomingCertError::Label { index: 1, .. })));
         assert_eq!(certificates(b"nothing here").unwrap_err(), IncomingCertError::Empty);
         let bad = certificates(&[0x30, 0x03, 1, 2, 3]).unwrap_err();

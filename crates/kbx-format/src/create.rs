@@ -127,12 +127,10 @@ fn sexp(word: &str, value: &[u8]) -> Vec<u8> {
 /// [`CreateError::Certificate`] when the certificate does not decode.
 pub fn x509_spec(der: &[u8], ephemeral: bool) -> Result<KeyBlobSpec, CreateError> {
     let (_, cert) = X509Certificate::from_der(der).map_err(|e| CreateError::Certificate(e.to_string()))?;
-    let subject = crate::dn::gnupg_dn(cert.subject());
-    let mut uids = vec![
-        UidSource::Stored(crate::dn::gnupg_dn(cert.issuer()).into_bytes()),
-        UidSource::Stored(subject.clone().into_bytes()),
-    ];
-    if let Some(mail) = email_kludge(&subject) {
+    let subject = crate::dn::gnupg_dn_bytes(cert.subject());
+    let mut uids =
+        vec![UidSource::Stored(crate::dn::gnupg_dn_bytes(cert.issuer())), UidSource::Stored(subject.clone())];
+    if let Some(mail) = email_kludge(&String::from_utf8_lossy(&subject)) {
         uids.push(UidSource::Stored(mail));
     }
     for ext in cert.extensions() {
