@@ -283,6 +283,84 @@ fn other_files_are_one_line() {
     }
 }
 
+/// gpgsm 2.2.40 deletes certificates from the mixed fixture by
+/// fingerprint (`--delete-keys` takes them last first and stops at one it
+/// cannot find): the replay makes the same calls (the not-found search
+/// meets the blob deleted just before at the very end of its buffer: one
+/// `lseek`, as estream seeks) and leaves the same bytes. With the chroot,
+/// gpgsm 2.4.7 too.
+fn delete_makes_gpgsms_calls() {
+    let first = "DC724118AF31B2AFC7CA8C5576257FC4704571A5";
+    let missing = "0000000000000000000000000000000000000001";
+    let last = "23772DCB9D901AEBFE7EB947872590F35D208C25";
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path(), Some(&fixture("gnupg-mixed.kbx")));
+    let log = dir.path().join("delete.strace");
+    let o = Command::new("strace")
+        .args(["-o", log.to_str().unwrap(), "-e", "trace=%file,%desc", "gpgsm", "--homedir"])
+        .arg(&home)
+        .args(["--batch", "--delete-keys", first, missing, last])
+        .output()
+        .unwrap();
+    crate::common::stop_gnupg_daemons(&home);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("certificate '{missing}' not found")), "{err}");
+    let theirs = strace_counts(&std::fs::read_to_string(&log).unwrap());
+    let onto = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &onto).unwrap();
+    let made = dir.path().join("made.kbx");
+    let (onto_s, made_s) = (onto.to_str().unwrap(), made.to_str().unwrap());
+    let args = ["--gnupg-version", "2.2", "--io-summary=json", "delete", "--gpgsm", "--onto", onto_s, "--out", made_s];
+    let o = run(args.iter().copied().chain([first, missing, last]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stderr(&o);
+    assert!(out.contains(&format!("certificate '{last}' deleted")), "{out}");
+    assert!(out.contains(&format!("certificate '{missing}' not found")), "{out}");
+    assert!(!out.contains(first), "gpgsm stops at the first it cannot find: {out}");
+    assert_eq!(replay_counts_named(&io_summary(&o), "pubring.kbx"), theirs);
+    assert!(std::fs::read(&made).unwrap() == std::fs::read(home.join("pubring.kbx")).unwrap(), "the same bytes");
+}
+
+/// `sweep --workload import:CERTS --with-gpgsm`: gpgsm 2.2.40's count,
+/// by strace and by the interposer, equals the replay's calls on the same
+/// files (the keybox, `.tmp`, `~`, `.lock`).
+fn sweep_import_with_gpgsm_counts_gpgsms_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.kbx");
+    std::fs::copy(fixture("gnupg-deleted.kbx"), &store).unwrap();
+    let pem = fixture(MIXED_PEM);
+    let single = run([
+        "--gnupg-version",
+        "2.2",
+        "--kbx-buffer-size",
+        "8",
+        "--io-summary=json",
+        "import",
+        "--onto",
+        store.to_str().unwrap(),
+        pem.to_str().unwrap(),
+    ]);
+    assert!(single.status.success(), "{}", stderr(&single));
+    let ours: u64 = replay_counts_named(&io_summary(&single), "store.kbx").values().sum();
+    let workload = format!("import:{}", pem.display());
+    for counter in ["strace", "record"] {
+        let json = dir.path().join(format!("{counter}.json"));
+        let o = crate::common::bin()
+            .args(["sweep", store.to_str().unwrap(), "--workload", &workload, "--with-gpgsm", "--count-with", counter])
+            .args(["--sizes", "8", "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let rows = v["results"].as_array().unwrap();
+        assert_eq!(rows[0]["gnupg"]["events"].as_u64(), Some(ours), "{counter}: {}", rows[0]);
+    }
+    // gpg does not import certificates: one line.
+    let o = run(["sweep", store.to_str().unwrap(), "--workload", &workload, "--with-gpg", "--runs", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("gpgsm imports them"), "{}", stderr(&o));
+}
+
 crate::tests![
     import_makes_gpgsms_calls needs ["gpgsm", "strace"],
     debian_roots_make_gpgsms_calls needs ["gpgsm", "strace", "/usr/share/ca-certificates/mozilla"],
@@ -290,4 +368,6 @@ crate::tests![
     import_equals_live_gpgsm24 needs ["gpgsm"],
     onto_reads_the_keybox_only,
     other_files_are_one_line needs ["gpg"],
+    delete_makes_gpgsms_calls needs ["gpgsm", "strace"],
+    sweep_import_with_gpgsm_counts_gpgsms_calls needs ["gpgsm", "gpg", "strace"],
 ];

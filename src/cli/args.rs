@@ -549,6 +549,11 @@ pub struct DeleteArgs {
     /// maintenance pass's.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<i64>,
+    /// Delete X.509 certificates as `gpgsm --batch --delete-keys` does (a
+    /// keybox only; SHA-1 fingerprints; gpgsm takes them last first and
+    /// stops at the first it cannot find).
+    #[arg(long)]
+    pub gpgsm: bool,
     /// What the write replays share.
     #[command(flatten)]
     pub replay: ReplayArgs,

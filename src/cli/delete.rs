@@ -9,12 +9,16 @@ use super::import::{on_private_copy, Onto};
 use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::workload::delete::{self, KeyDeleted};
+use kbxscope::workload::delete_x509;
 
 /// `delete`.
 pub(super) fn run(a: &DeleteArgs, version: GnupgVersion, now: i64, tally: &IoTally) -> Result<ExitCode> {
     let fingerprints = a.fingerprints.iter().map(|f| fingerprint(f)).collect::<Result<Vec<_>>>()?;
-    let now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
     let onto = Onto::resolve(Some(&a.onto), version)?;
+    if a.gpgsm {
+        return run_gpgsm(a, &fingerprints, &onto, version, now, tally);
+    }
+    let now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
     // gpg's words for a key not there: the keybox's error, or keyboxd's.
     let why = if matches!(onto, Onto::Keyboxd(_)) { "Not found" } else { "No public key" };
     let mut missing = 0;
@@ -30,6 +34,35 @@ pub(super) fn run(a: &DeleteArgs, version: GnupgVersion, now: i64, tally: &IoTal
         Onto::Keybox(_) => delete::from_keybox(store, tally, &fingerprints, now, emit),
         Onto::Keyboxd(_) => delete::from_keyboxd(store, tally, &fingerprints, now, emit),
     })?;
+    Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `delete --gpgsm`: gpgsm's deletion of certificates from a keybox.
+fn run_gpgsm(
+    a: &DeleteArgs,
+    fingerprints: &[Vec<u8>],
+    onto: &Onto,
+    version: GnupgVersion,
+    now: i64,
+    tally: &IoTally,
+) -> Result<ExitCode> {
+    if matches!(onto, Onto::Keyboxd(_)) {
+        bail!("gpgsm's delete through keyboxd is not replayed: delete certificates from a keybox");
+    }
+    let Some(fprs) = fingerprints.iter().map(|f| <[u8; 20]>::try_from(f.as_slice()).ok()).collect::<Option<Vec<_>>>()
+    else {
+        bail!("gpgsm's certificates have SHA-1 fingerprints (40 hex digits)");
+    };
+    let mut missing = 0;
+    let emit = |k: &KeyDeleted| {
+        if k.deleted {
+            eprintln!("kbxscope: certificate '{}' deleted", k.fingerprint);
+        } else {
+            missing += 1;
+            eprintln!("kbxscope: certificate '{}' not found: No public key", k.fingerprint);
+        }
+    };
+    on_private_copy(onto, &a.replay, tally, |store| delete_x509::from_keybox(store, tally, &fprs, now, version, emit))?;
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

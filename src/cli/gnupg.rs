@@ -78,6 +78,8 @@ pub enum Program {
     GpgList,
     /// `gpg --import FILE` (the file given to the runner).
     GpgImport,
+    /// `gpgsm --disable-dirmngr --import FILE`.
+    GpgsmImport,
 }
 
 impl Program {
@@ -99,12 +101,13 @@ impl Program {
         Ok(match (gpgsm, workload) {
             (true, Workload::Validate(_)) => Program::GpgsmValidate,
             (true, Workload::List) => Program::GpgsmList,
+            (true, Workload::Import(_)) => Program::GpgsmImport,
             (false, Workload::Sigs(mode, _)) => Program::GpgSigs(*mode),
             (false, Workload::List) => Program::GpgList,
             (false, Workload::Import(_)) => Program::GpgImport,
             (true, w) => {
                 return Err(NotForSweep(format!(
-                    "--program gpgsm goes with --workload validate or list, not {}",
+                    "--program gpgsm goes with --workload validate, list or import:FILE, not {}",
                     w.name()
                 )))
             }
@@ -120,7 +123,7 @@ impl Program {
     /// The executable's name (on `PATH`, and the Debian package).
     pub fn tool(self) -> &'static str {
         match self {
-            Program::GpgsmValidate | Program::GpgsmList => "gpgsm",
+            Program::GpgsmValidate | Program::GpgsmList | Program::GpgsmImport => "gpgsm",
             Program::GpgSigs(_) | Program::GpgList | Program::GpgImport => "gpg",
         }
     }
@@ -133,6 +136,7 @@ impl Program {
             Program::GpgSigs(Mode::CheckSigs) => &["--check-sigs"],
             Program::GpgsmList | Program::GpgList => &["-k"],
             Program::GpgImport => &["--import"],
+            Program::GpgsmImport => &["--disable-dirmngr", "--import"],
         }
     }
 
@@ -141,6 +145,9 @@ impl Program {
     /// is bad or a key is missing).
     fn finished(self, status: ExitStatus) -> bool {
         match self.tool() {
+            // gpgsm's import exits 2 after any error it logged (a
+            // certificate refused, a hash it does not like).
+            "gpgsm" if self == Program::GpgsmImport => status.success() || matches!(status.code(), Some(1 | 2)),
             "gpgsm" => status.success() || status.code() == Some(1),
             _ => status.success() || matches!(status.code(), Some(1 | 2)),
         }
@@ -337,7 +344,9 @@ impl GnupgRunner {
         let (tool, args) = (self.program.tool(), self.program.args());
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let (watch, counted): (String, &[FileOp]) = match self.program {
-            Program::GpgImport => (format!("{keybox}:{keybox}.tmp:{keybox}~:{keybox}.lock"), &COUNTED_IMPORT),
+            Program::GpgImport | Program::GpgsmImport => {
+                (format!("{keybox}:{keybox}.tmp:{keybox}~:{keybox}.lock"), &COUNTED_IMPORT)
+            }
             _ => (keybox, &COUNTED),
         };
         let mut cmd = self.invocation(kib);
@@ -360,7 +369,7 @@ impl GnupgRunner {
         let follow: &[&str] = if self.program.follow_forks() { &["-f"] } else { &[] };
         let keybox = self.home.path().join("pubring.kbx").to_string_lossy().into_owned();
         let (calls, needles) = match self.program {
-            Program::GpgImport => (
+            Program::GpgImport | Program::GpgsmImport => (
                 "trace=openat,read,write,lseek,close,access,rename,unlink",
                 vec![format!("<{keybox}"), format!("\"{keybox}")],
             ),

@@ -14,7 +14,7 @@ use kbxscope::io::IoTally;
 use kbxscope::openpgp::incoming::{self, IncomingKey};
 use kbxscope::openpgp::Judge;
 use kbxscope::store::{Store, StoreKind};
-use kbxscope::workload::import::{self, ImportSummary, KeyImported, KeyOutcome};
+use kbxscope::workload::import::{self, ImportSummary, Incoming, KeyImported, KeyOutcome};
 use kbxscope::workload::import_x509::{self, CertImported, CertOutcome, CertSummary};
 use kbxscope::workload::keyboxd_import;
 use kbxscope::x509::{self, incoming::IncomingCert};
@@ -58,15 +58,8 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the files to import hold: OpenPGP keys (gpg's import) or X.509
-/// certificates (gpgsm's).
-enum Incoming {
-    Keys(Vec<IncomingKey>),
-    Certs(Vec<IncomingCert>),
-}
-
 /// The keys or the certificates of `files`, which must all hold the same.
-fn read_input(files: &[PathBuf]) -> Result<Incoming> {
+pub(super) fn read_input(files: &[PathBuf]) -> Result<Incoming> {
     let mut keys = Vec::new();
     let mut certs = Vec::new();
     for f in files {
@@ -203,12 +196,6 @@ where
         output::write_file(path, &made?, options.force)?;
     }
     Ok(value)
-}
-
-/// The keys of one file, or a one-line error naming it.
-pub(super) fn read_keys(f: &Path) -> Result<Vec<IncomingKey>> {
-    let bytes = read_file(f)?;
-    keys_of(f, &bytes)
 }
 
 /// The OpenPGP keys in `bytes`, the contents of `f`.

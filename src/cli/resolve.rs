@@ -324,6 +324,7 @@ fn sweep(a: SweepArgs, io_summary: bool, now: i64, version: GnupgVersion) -> Res
     let workload = a.workload.clone().with(Strategy::from(a.lookup));
     let choice = |program, path: &PathBuf, option| Some(GnupgChoice { program, path: path.clone(), option });
     let gnupg = match (&a.with_gpgsm, &a.with_gpg, &a.program, &workload) {
+        (Some(p), _, _, Workload::Import(_)) => choice(Program::GpgsmImport, p, "--with-gpgsm"),
         (Some(p), ..) => choice(Program::GpgsmValidate, p, "--with-gpgsm"),
         (None, Some(p), _, Workload::Sigs(mode, _)) => choice(Program::GpgSigs(*mode), p, "--with-gpg"),
         (None, Some(p), _, Workload::Import(_)) => choice(Program::GpgImport, p, "--with-gpg"),

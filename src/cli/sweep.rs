@@ -4,12 +4,12 @@
 //! arguments to it, runs GnuPG for it and writes what it gives.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::gnupg::GnupgRunner;
+use super::gnupg::{GnupgRunner, Program};
 use super::keybox;
 use super::output::TempOutput;
 use super::progress::Bar;
@@ -20,6 +20,7 @@ use kbxscope::io::IoTally;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::sweep::export::{Exporter, Table};
 use kbxscope::sweep::{self, plot, Comparison, Progress, SweepError, Workload};
+use kbxscope::workload::import::Incoming;
 
 /// An export destination, opened before the runs (a bad path fails fast).
 enum Sink {
@@ -58,11 +59,22 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         (store.path().to_path_buf(), store.kind() == StoreKind::Keyboxd)
     };
     let sigs = matches!(workload, Workload::Sigs(..));
-    let keys = match workload {
-        Workload::Import(file) => super::import::read_keys(Path::new(file))?,
-        _ => Vec::new(),
+    let incoming = match workload {
+        Workload::Import(file) => super::import::read_input(&[PathBuf::from(file)])?,
+        _ => Incoming::default(),
     };
     let import = matches!(workload, Workload::Import(_));
+    let certs = matches!(incoming, Incoming::Certs(_));
+    if certs && (keyboxd || a.versus_keyboxd) {
+        anyhow::bail!("gpgsm's import through keyboxd is not replayed: import certificates into a keybox");
+    }
+    if let Some(c) = gnupg.as_ref().filter(|c| matches!(c.program, Program::GpgImport | Program::GpgsmImport)) {
+        if certs != (c.program == Program::GpgsmImport) {
+            let (what, who) = if certs { ("certificates", "gpgsm") } else { ("OpenPGP keys", "gpg") };
+            let file = if let Workload::Import(f) = workload { f.as_str() } else { "" };
+            anyhow::bail!("'{file}' holds {what}: {who} imports them (--program {who}, or --with-{who})");
+        }
+    }
     if (sigs || import) && *version == GnupgVersion::V2_2 && (keyboxd || a.versus_keyboxd) {
         anyhow::bail!(
             "GnuPG 2.2 has no keyboxd: --gnupg-version 2.2 replays gpg on a keybox, not on keyboxd's database{}",
@@ -128,7 +140,7 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         builtin: a.file.is_none(),
         compare,
         probe: Some(&probe),
-        keys: &keys,
+        incoming: &incoming,
     };
     let mut bar = None;
     let result = sweep::run(&path, plan, &mut |p| match p {
@@ -181,6 +193,8 @@ fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
         SweepError::Private { error } => {
             anyhow::anyhow!("--workload import: cannot make a private copy of '{}': {error}", path.display())
         }
-        e @ (SweepError::Store(_) | SweepError::Program(_) | SweepError::Import(_)) => e.into(),
+        e @ (SweepError::Store(_) | SweepError::Program(_) | SweepError::Import(_) | SweepError::CertsIntoKeyboxd) => {
+            e.into()
+        }
     }
 }

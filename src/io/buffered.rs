@@ -339,7 +339,9 @@ impl<F: RawRead> BufferedReader<F> {
         Ok(())
     }
 
-    /// Skip `n` bytes forward (GnuPG's `fseek(n, SEEK_CUR)`).
+    /// Skip `n` bytes forward (GnuPG's `fseek(n, SEEK_CUR)`): free when
+    /// the target lies strictly inside the buffered bytes; estream seeks
+    /// with `lseek(2)` to one at their very end, as to any beyond them.
     ///
     /// # Errors
     /// An offset past `u64::MAX`, or the error from `lseek(2)`.
@@ -348,6 +350,15 @@ impl<F: RawRead> BufferedReader<F> {
             .position()
             .checked_add(n)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek past the largest file offset"))?;
+        let end = self.buf_start + self.filled as u64;
+        if n > 0 && target == end && self.filled > 0 {
+            self.file.seek(target)?;
+            self.buf_start = target;
+            self.pos = 0;
+            self.filled = 0;
+            self.head.clear();
+            return Ok(());
+        }
         self.seek_to(target)
     }
 

@@ -16,10 +16,10 @@ use crate::io::update::PrivateCopy;
 use crate::io::{BufferSize, IoTally};
 use crate::kbx::search::Pattern;
 use crate::lookup::Strategy;
-use crate::openpgp::incoming::IncomingKey;
 use crate::openpgp::Judge;
 use crate::store::{Store, StoreKind};
 use crate::workload;
+use crate::workload::import::Incoming;
 use crate::workload::keyboxd_import::KeyboxdRun;
 use crate::workload::stats::StoreStats;
 use crate::x509::TrustList;
@@ -94,8 +94,8 @@ pub(super) struct Runs<'a> {
     pub(super) keyboxd: bool,
     /// The second sweep of `--versus-keyboxd` (said in each [`Step`]).
     pub(super) versus: bool,
-    /// The keys of the import workload.
-    pub(super) keys: &'a [IncomingKey],
+    /// What the import workload imports.
+    pub(super) incoming: &'a Incoming,
     /// gpgsm 2.2's lock around each search, in the validate workload
     /// (not beside a GnuPG program, whose count is the keybox's own calls).
     pub(super) searches_lock: bool,
@@ -142,10 +142,18 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk
 fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally, keyboxd: Option<KeyboxdRun>) -> Result<(), SweepError> {
     let copy = PrivateCopy::of(path, None).map_err(|error| SweepError::Private { error })?;
     let judge = Judge { version: plan.version, now: plan.at };
-    match keyboxd {
-        None => workload::import::into_keybox(copy.store(), tally, plan.keys, judge, |_| {})?,
-        Some(how) => workload::keyboxd_import::into_keyboxd(copy.store(), tally, plan.keys, judge, how, |_| {})?,
-    };
+    match (plan.incoming, keyboxd) {
+        (Incoming::Keys(keys), None) => {
+            workload::import::into_keybox(copy.store(), tally, keys, judge, |_| {})?;
+        }
+        (Incoming::Keys(keys), Some(how)) => {
+            workload::keyboxd_import::into_keyboxd(copy.store(), tally, keys, judge, how, |_| {})?;
+        }
+        (Incoming::Certs(certs), None) => {
+            workload::import_x509::into_keybox(copy.store(), tally, certs, plan.at, plan.version, |_| {})?;
+        }
+        (Incoming::Certs(_), Some(_)) => return Err(SweepError::CertsIntoKeyboxd),
+    }
     Ok(())
 }
 

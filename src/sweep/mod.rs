@@ -86,8 +86,8 @@ pub struct Plan<'a> {
     /// The tally that counted the look at the file before the sweep (to
     /// tell a keybox from a database): the sweep's `probe_events`.
     pub probe: Option<&'a IoTally>,
-    /// The keys of the import workload (empty for the others).
-    pub keys: &'a [crate::openpgp::incoming::IncomingKey],
+    /// What the import workload imports (no keys for the others).
+    pub incoming: &'a crate::workload::import::Incoming,
 }
 
 /// Sweep `plan.sizes` on `path` and fill in what the plan compares with;
@@ -97,7 +97,8 @@ pub struct Plan<'a> {
 /// # Errors
 /// The first failed run, kbxscope's or the GnuPG program's.
 pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> Result<Sweep, SweepError> {
-    let Plan { sizes, workload, runs, warmup, trust, at, version, keyboxd, builtin, mut compare, probe, keys } = plan;
+    let Plan { sizes, workload, runs, warmup, trust, at, version, keyboxd, builtin, mut compare, probe, incoming } =
+        plan;
     // With --program, kbxscope's run is the model: its events are the
     // same on every run, so one run per size.
     let model = matches!(compare, Some(Comparison::Program(_)));
@@ -115,7 +116,7 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
         version,
         keyboxd,
         versus: false,
-        keys,
+        incoming,
         searches_lock: version == GnupgVersion::V2_2 && !beside,
     };
     let mut sweep = measure::measure(path, &ours, progress)?;

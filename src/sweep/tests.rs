@@ -77,9 +77,12 @@ fn plan<'a>(sizes: &'a [SweepSize], workload: &'a Workload, trust: &'a crate::x5
         builtin: false,
         compare: None,
         probe: None,
-        keys: &[],
+        incoming: &NOTHING,
     }
 }
+
+/// No keys: the workloads here read.
+static NOTHING: crate::workload::import::Incoming = crate::workload::import::Incoming::Keys(Vec::new());
 
 /// Run a plan on `path`, with what progress said.
 fn sweep_of(path: &Path, plan: Plan<'_>) -> (Result<Sweep, SweepError>, Vec<Progress>) {

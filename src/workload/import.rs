@@ -37,6 +37,22 @@ use crate::openpgp::incoming::{self, merge, Added, IncomingKey};
 use crate::openpgp::lookup::{Gnupg, KeyboxSearches};
 use crate::openpgp::Judge;
 
+/// What an import reads: OpenPGP keys (gpg's import) or X.509
+/// certificates (gpgsm's, [`super::import_x509`]).
+#[derive(Debug, Clone)]
+pub enum Incoming {
+    /// OpenPGP keys.
+    Keys(Vec<IncomingKey>),
+    /// X.509 certificates.
+    Certs(Vec<crate::x509::incoming::IncomingCert>),
+}
+
+impl Default for Incoming {
+    fn default() -> Self {
+        Self::Keys(Vec::new())
+    }
+}
+
 /// What gpg prints at the end of an import (`import_print_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ImportSummary {

@@ -122,27 +122,7 @@ pub fn into_keybox(
     mut emit: impl FnMut(&CertImported),
 ) -> Result<CertSummary, ImportError> {
     let _cmd = tracing::info_span!(target: "kbx::lookup", "import", certificates = certs.len()).entered();
-    let now = u32::try_from(at.max(0)).unwrap_or(u32::MAX);
-    let header = encode_header(&HeaderSpec { openpgp: false, created_at: now, last_maintenance: now });
-    let mut w = KeyboxWriter::new(store, tally);
-    if let Err(e) = start(&mut w, store, tally, &header) {
-        let _ = w.finish();
-        w.settle();
-        return Err(e);
-    }
-    let lock = Rc::new(match version {
-        GnupgVersion::V2_2 => Dotlock::new(w),
-        GnupgVersion::V2_4 => Dotlock::checked(w),
-    });
-
-    let opener = PathOpener::new(store.to_path_buf(), tally.clone());
-    let lookups = match version {
-        GnupgVersion::V2_2 => Gnupg::locking(opener, lock.clone()),
-        GnupgVersion::V2_4 => Gnupg::new(opener),
-    };
-    let trust = TrustList::default();
-    let mut run = Gpgsm { lock: lock.clone(), lookups, validator: Validator::new(&trust, at), now, header };
-    let result = maintain(&lock, now).and_then(|()| {
+    gpgsm_run(store, tally, at, version, |run| {
         let mut summary = CertSummary::default();
         for c in certs {
             let done = run.check_and_store(&c.cert)?;
@@ -155,18 +135,54 @@ pub fn into_keybox(
             emit(&done);
         }
         Ok(summary)
+    })
+}
+
+/// One gpgsm run that writes the keybox at `store` (made if it does not
+/// exist), as `version`'s gpgsm at `at`: its start, then `body`; then the
+/// lock's own file removed and the writer's counters handed to `tally`,
+/// whatever `body` came to.
+///
+/// # Errors
+/// The first write or search that failed.
+pub(super) fn gpgsm_run<T>(
+    store: &Path,
+    tally: &IoTally,
+    at: i64,
+    version: GnupgVersion,
+    body: impl FnOnce(&mut Gpgsm<'_>) -> Result<T, ImportError>,
+) -> Result<T, ImportError> {
+    let now = u32::try_from(at.max(0)).unwrap_or(u32::MAX);
+    let header = encode_header(&HeaderSpec { openpgp: false, created_at: now, last_maintenance: now });
+    let mut w = KeyboxWriter::new(store, tally);
+    if let Err(e) = start(&mut w, store, tally, &header) {
+        let _ = w.finish();
+        w.settle();
+        return Err(e);
+    }
+    let lock = Rc::new(match version {
+        GnupgVersion::V2_2 => Dotlock::new(w),
+        GnupgVersion::V2_4 => Dotlock::checked(w),
     });
+    let opener = PathOpener::new(store.to_path_buf(), tally.clone());
+    let lookups = match version {
+        GnupgVersion::V2_2 => Gnupg::locking(opener, lock.clone()),
+        GnupgVersion::V2_4 => Gnupg::new(opener),
+    };
+    let trust = TrustList::default();
+    let mut run = Gpgsm { lock: lock.clone(), lookups, validator: Validator::new(&trust, at), now, header };
+    let result = maintain(&lock, now).and_then(|()| body(&mut run));
     drop(run);
     let Ok(lock) = Rc::try_unwrap(lock) else {
-        debug_assert!(false, "a lookup outlived the import");
+        debug_assert!(false, "a lookup outlived the run");
         return result;
     };
     let mut w = lock.into_writer();
     let finished = w.finish();
     w.settle();
-    let summary = result?;
+    let value = result?;
     finished?;
-    Ok(summary)
+    Ok(value)
 }
 
 /// gpgsm's start on the keybox it imports into, up to its maintenance
@@ -200,8 +216,8 @@ fn maintain(lock: &Dotlock, now: u32) -> Result<(), ImportError> {
     Ok(())
 }
 
-/// One gpgsm import run: the lock, the handle of the moment, the checks.
-struct Gpgsm<'t> {
+/// One gpgsm run: the lock, the handle of the moment, the checks.
+pub(super) struct Gpgsm<'t> {
     lock: Rc<Dotlock>,
     lookups: Gnupg<PathOpener>,
     validator: Validator<'t>,
@@ -327,6 +343,36 @@ impl Gpgsm<'_> {
         };
         self.release();
         written
+    }
+
+    /// gpgsm's `delete_one` of the certificate with fingerprint `fpr`:
+    /// searched for on a new handle (every certificate, ephemeral ones
+    /// too); if there, the lock taken, the handle rewound, the search made
+    /// again, the handle's file closed and the blob marked deleted in
+    /// place; the lock released. Whether it was there.
+    pub(super) fn delete(&mut self, fpr: &[u8; 20]) -> Result<bool, ImportError> {
+        let _span = tracing::info_span!(target: "kbx::lookup", "delete").entered();
+        self.lookups.begin_cert();
+        let found = match self.lookups.by_fingerprint(fpr) {
+            Ok(f) => f,
+            Err(e) => return Err(self.released(e.into())),
+        };
+        if found.is_none() {
+            self.release();
+            return Ok(false);
+        }
+        self.lock.take();
+        let again = self.lookups.reset().and_then(|()| self.lookups.by_fingerprint(fpr));
+        let written = match again {
+            Ok(Some(c)) => {
+                self.lookups.close();
+                self.lock.writer().delete(c.offset).map_err(ImportError::from)
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e.into()),
+        };
+        self.release();
+        written.map(|()| true)
     }
 
     /// The handle released, and the lock with it.

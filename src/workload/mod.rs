@@ -10,6 +10,7 @@
 
 mod cores;
 pub mod delete;
+pub mod delete_x509;
 pub mod dump;
 pub mod find;
 pub mod import;
