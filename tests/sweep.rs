@@ -466,8 +466,15 @@ fn program_beside_its_model(tool: &str, workload: &str, args: &[&str], ours: &[&
     assert_eq!(program, recorded, "the sweep's row and kbxscope record");
     assert_eq!(program, straced, "the sweep's row and strace");
     let all = rows[0]["events"]["total"].as_u64().unwrap() + rows[0]["other_events"].as_u64().unwrap_or(0);
-    assert_eq!(all, model, "the model column and kbxscope's own summary");
-    let ratio = format!("{:.3}", program as f64 / model as f64);
+    // The single run is GnuPG 2.4's (the default); beside the machine's
+    // gpgsm 2.2 the model is 2.2's, whose start does not check the keybox
+    // writable before it takes and releases the lock (two `access` calls;
+    // the lock 2.2 takes around its searches is left out beside a program).
+    let version = std::process::Command::new(tool).arg("--version").output().unwrap();
+    let v22 = String::from_utf8_lossy(&version.stdout).lines().next().is_some_and(|l| l.contains(" 2.2."));
+    let checks = if tool == "gpgsm" && v22 { 2 } else { 0 };
+    assert_eq!(all + checks, model, "the model column and kbxscope's own summary");
+    let ratio = format!("{:.3}", program as f64 / all as f64);
     let row = table.lines().find(|l| l.trim_start().starts_with("8 KiB")).unwrap();
     assert!(row.contains(&ratio), "{row}: ratio {ratio}");
     if has_buffer_option(tool) {

@@ -1,6 +1,6 @@
 //! Certificates as gpgsm reads them for an import: the PEM blocks of a
 //! file (any number, `CERTIFICATE` or `X509 CERTIFICATE`), or one DER
-//! certificate. Each becomes a [`Cert`] with the strings GnuPG stores for
+//! certificate. Each becomes a `Cert` with the strings GnuPG stores for
 //! it, and the blob gpgsm would write. No I/O: the bytes come from the
 //! caller.
 
