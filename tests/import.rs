@@ -546,22 +546,28 @@ pub(crate) fn signalled_when(
 
 /// A process that holds `home`'s keybox lock as GnuPG's lock file names
 /// its holder (pid, host); killed when dropped.
-struct Holder {
-    child: std::process::Child,
+pub(crate) struct Holder {
+    pub(crate) child: std::process::Child,
     lock: std::path::PathBuf,
 }
 
 impl Holder {
     fn new(home: &Path) -> Self {
-        let child = Command::new("sleep").arg("1000").spawn().unwrap();
+        Self::of(&home.join("pubring.kbx.lock"), Path::new("sleep"))
+    }
+
+    /// A process run from `program` (a copy of sleep, named as the holder
+    /// should be) that `lock` names as its holder, as GnuPG's dotlock
+    /// writes it.
+    pub(crate) fn of(lock: &Path, program: &Path) -> Self {
+        let child = Command::new(program).arg("1000").spawn().unwrap();
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-        let lock = home.join("pubring.kbx.lock");
-        std::fs::write(&lock, format!("{:>10}\n{}\n", child.id(), host.trim())).unwrap();
-        Self { child, lock }
+        std::fs::write(lock, format!("{:>10}\n{}\n", child.id(), host.trim())).unwrap();
+        Self { child, lock: lock.to_path_buf() }
     }
 
     /// Let the lock go.
-    fn release(&self) {
+    pub(crate) fn release(&self) {
         std::fs::remove_file(&self.lock).unwrap();
     }
 }
@@ -575,7 +581,7 @@ impl Drop for Holder {
 
 /// Run `cmd` (stderr piped), read its stderr up to a line containing
 /// `waiting`, call `then`, and return the whole stderr and the status.
-fn when_waiting(mut cmd: Command, waiting: &str, then: impl FnOnce()) -> (String, std::process::ExitStatus) {
+pub(crate) fn when_waiting(mut cmd: Command, waiting: &str, then: impl FnOnce()) -> (String, std::process::ExitStatus) {
     use std::io::BufRead;
     let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let mut err = std::io::BufReader::new(child.stderr.take().unwrap());

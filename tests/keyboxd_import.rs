@@ -346,6 +346,80 @@ fn signals_remove_the_private_database() {
     }
 }
 
+/// keyboxd's database lock: while another live process holds
+/// `pubring.db.lock`, the replay's keyboxd waits for it at its start (as
+/// keyboxd's `dotlock_take` does, 10 s at most), then imports; the wait is
+/// counted and timed on the lock file. A running keyboxd holds its lock
+/// for as long as it runs (gpg would use that keyboxd): then the replay
+/// says so in one line and copies the database without waiting. The
+/// database and its lock file are only read.
+fn a_held_database_lock_is_waited_for() {
+    use crate::import::{when_waiting, Holder};
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 1);
+    let db = dir.path().join("pubring.db");
+    std::fs::copy(fixture("keyboxd/gnupg-mixed.db"), &db).unwrap();
+    let lock = dir.path().join("pubring.db.lock");
+    let holder = Holder::of(&lock, Path::new("sleep"));
+    let pid = holder.child.id();
+    let mut cmd = crate::common::bin();
+    cmd.args(["--io-summary=json", "import", "--onto", db.to_str().unwrap(), keys.to_str().unwrap()]);
+    let (err, status) = when_waiting(cmd, &format!("keyboxd waiting for lock (held by {pid})"), || holder.release());
+    assert!(status.success(), "{err}");
+    let summary = crate::common::io_summary_in(&err);
+    assert_eq!(summary["lock_waits"]["count"], 1, "{summary}");
+    let row = summary["files"].as_array().unwrap().iter().find(|f| f["path"] == lock.to_str().unwrap()).unwrap();
+    assert_eq!(row["lock_waits"]["count"], 1, "{row}");
+    assert!(row["lock_waits"]["time_ns"].as_u64().unwrap() > 0);
+    drop(holder);
+
+    // A holder named keyboxd: no wait, one line, the import done.
+    let sleep = crate::common::find_tool("sleep").unwrap();
+    let keyboxd = dir.path().join("keyboxd");
+    std::fs::copy(sleep, &keyboxd).unwrap();
+    let holder = Holder::of(&lock, &keyboxd);
+    let o = crate::common::bin()
+        .args(["--io-summary=json", "import", "--onto", db.to_str().unwrap(), keys.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let said = format!("keyboxd ({}) holds '{}'", holder.child.id(), db.display());
+    assert_eq!(err.lines().filter(|l| l.contains(&said)).count(), 1, "{err}");
+    assert!(!err.contains("waiting for lock"), "{err}");
+    assert!(crate::common::io_summary_in(&err).get("lock_waits").is_none(), "{err}");
+}
+
+/// `record` watches keyboxd's lock file (`pubring.db.lock`) and counts a
+/// wait for it as a lock wait of its own. keyboxd takes that lock with
+/// GnuPG's dotlock, as gpg does a keybox's; keyboxd itself is not on this
+/// machine's GnuPG 2.2, so the waiter here is gpg importing into a keybox
+/// named as keyboxd's database, whose lock another process holds.
+fn record_counts_a_wait_for_keyboxds_lock() {
+    use crate::import::{when_waiting, Holder};
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crate::import::export_subset(dir.path(), 1);
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let db = home.join("pubring.db");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &db).unwrap();
+    let lock = home.join("pubring.db.lock");
+    let holder = Holder::of(&lock, Path::new("sleep"));
+    let pid = holder.child.id();
+    let mut cmd = crate::common::bin();
+    cmd.args(["--io-summary=json", "record", "--", "gpg", "--homedir"]).arg(&home);
+    cmd.args(["--batch", "--no-default-keyring", "--keyring"]).arg(&db).arg("--import").arg(&keys);
+    let (err, status) = when_waiting(cmd, &format!("gpg: waiting for lock (held by {pid})"), || holder.release());
+    crate::common::stop_gnupg_daemons(&home);
+    assert!(status.success(), "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(err.lines().find(|l| l.contains("\"processes\"")).unwrap()).unwrap();
+    let gpg = summary["processes"].as_array().unwrap().iter().find(|p| p["program"] == "gpg").unwrap();
+    let row = gpg["files"].as_array().unwrap().iter().find(|f| f["path"] == lock.to_str().unwrap()).unwrap();
+    assert_eq!(row["lock_waits"]["count"], 1, "{row}");
+    assert!(row["lock_waits"]["time_ns"].as_u64().unwrap() > 0);
+}
+
 crate::tests![
     import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
     bulk_import_makes_keyboxds_calls needs ["gpg"],
@@ -356,4 +430,6 @@ crate::tests![
     signals_remove_the_private_database needs ["gpg"],
     import_onto_a_database_reads_it_only needs ["gpg"],
     keyboxd_refusals_are_one_line needs ["gpg"],
+    a_held_database_lock_is_waited_for needs ["gpg", "sleep"],
+    record_counts_a_wait_for_keyboxds_lock needs ["gpg", "sleep"],
 ];

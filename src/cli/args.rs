@@ -209,7 +209,8 @@ pub enum Command {
 pub struct RecordArgs {
     /// Watch files matching GLOB (repeatable; `*`, `?`, `[…]`; a pattern
     /// without `/` matches the file name, one with `/` the absolute path).
-    /// Default: pubring.kbx, pubring.db and its -journal, -wal, -shm.
+    /// Default: pubring.kbx and its .tmp, ~ and .lock; pubring.db and its
+    /// .lock, -journal, -wal, -shm.
     #[arg(long, value_name = "GLOB")]
     pub watch: Vec<String>,
     /// After PROGRAM exits, wait until every recorded process has exited,

@@ -145,8 +145,8 @@ impl Onto {
 /// without it), removed afterwards and on a signal; with `--out`, the
 /// store the replay made is written there (through a temporary file).
 /// Another process's lock on a keybox is waited for first
-/// (`--lock-wait`), counted into `tally`. (keyboxd holds its database's
-/// lock for as long as it runs: a database is copied as it is.)
+/// (`--lock-wait`), counted into `tally`; on a database, as keyboxd waits
+/// ([`keyboxd_lock`]).
 pub(super) fn on_private_copy<T, E>(
     onto: &Onto,
     options: &ReplayArgs,
@@ -156,13 +156,17 @@ pub(super) fn on_private_copy<T, E>(
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    if let Onto::Keybox(Some(src)) = onto {
-        // As gpg would, start once another process's lock is let go: the
-        // copy is then the keybox that process left.
-        let limit = std::time::Duration::from_secs(options.lock_wait);
-        wait_for_lock(src, tally, limit, |pid| {
-            eprintln!("kbxscope: waiting for lock (held by {pid}) on '{}' ...", src.display());
-        })?;
+    match onto {
+        Onto::Keybox(Some(src)) => {
+            // As gpg would, start once another process's lock is let go:
+            // the copy is then the keybox that process left.
+            let limit = std::time::Duration::from_secs(options.lock_wait);
+            wait_for_lock(src, tally, limit, |pid| {
+                eprintln!("kbxscope: waiting for lock (held by {pid}) on '{}' ...", src.display());
+            })?;
+        }
+        Onto::Keyboxd(Some(src)) => keyboxd_lock(src, options, tally)?,
+        _ => {}
     }
     let source = match onto {
         Onto::Keybox(s) | Onto::Keyboxd(s) => s.as_deref(),
@@ -217,6 +221,36 @@ fn read_file(f: &Path) -> Result<Vec<u8>> {
     }
     std::fs::read(f).with_context(|| format!("cannot read '{}'", f.display()))
 }
+
+/// keyboxd's lock on the database `db` at the start of the replayed
+/// keyboxd: a keyboxd that is running holds it for as long as it runs, and
+/// gpg would use that keyboxd, so the database is copied as it is (said in
+/// one line); another live process's lock is waited for as keyboxd waits
+/// (`dotlock_take` with 10 s; at most `--lock-wait`), the wait counted.
+fn keyboxd_lock(db: &Path, options: &ReplayArgs, tally: &IoTally) -> Result<()> {
+    let holder =
+        kbxscope::io::update::lock_holder(db).with_context(|| format!("cannot read the lock of '{}'", db.display()))?;
+    match holder {
+        None => Ok(()),
+        Some((pid, name)) if name == "keyboxd" => {
+            eprintln!(
+                "kbxscope: keyboxd ({pid}) holds '{}' as it runs (gpg would use it): the replay copies the database as it is",
+                db.display()
+            );
+            Ok(())
+        }
+        Some(_) => {
+            let limit = std::time::Duration::from_secs(options.lock_wait.min(KEYBOXD_LOCK_WAIT));
+            wait_for_lock(db, tally, limit, |pid| {
+                eprintln!("kbxscope: keyboxd waiting for lock (held by {pid}) on '{}' ...", db.display());
+            })?;
+            Ok(())
+        }
+    }
+}
+
+/// How long keyboxd waits for its database's lock before it gives up.
+const KEYBOXD_LOCK_WAIT: u64 = 10;
 
 /// The private copy of a keybox starts with its header blob (`KBXf`).
 fn is_keybox(copy: &Path) -> bool {

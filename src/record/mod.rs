@@ -30,14 +30,15 @@ use crate::events::{FileEvent, FileOp, FileStats, IoStats, Origin};
 
 /// The files watched unless `--watch` says otherwise: the keybox with the
 /// files GnuPG updates it through (its temporary copy, backup and lock
-/// file), and keyboxd's SQLite database with its journal, WAL and shared
-/// memory.
+/// file), and keyboxd's SQLite database with its lock file (keyboxd's
+/// dotlock), journal, WAL and shared memory.
 pub const DEFAULT_WATCH: &[&str] = &[
     "pubring.kbx",
     "pubring.kbx.tmp",
     "pubring.kbx~",
     "pubring.kbx.lock",
     "pubring.db",
+    "pubring.db.lock",
     "pubring.db-journal",
     "pubring.db-wal",
     "pubring.db-shm",

@@ -173,7 +173,11 @@ pub fn stderr(o: &Output) -> String {
 
 /// The `--io-summary=json` object printed on stderr.
 pub fn io_summary(o: &Output) -> serde_json::Value {
-    let err = stderr(o);
+    io_summary_in(&stderr(o))
+}
+
+/// The `--io-summary=json` line of stderr text `err`.
+pub fn io_summary_in(err: &str) -> serde_json::Value {
     let line = err
         .lines()
         .rev()

@@ -36,7 +36,7 @@ use std::path::Path;
 pub use compress::Compressed;
 pub use files::Role;
 pub use private::PrivateCopy;
-pub use wait::{wait_for_lock, LockHeld, WaitError};
+pub use wait::{lock_holder, wait_for_lock, LockHeld, WaitError};
 
 use self::copy::Streams;
 use self::files::{Access, Files, Paths};

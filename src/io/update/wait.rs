@@ -1,6 +1,7 @@
 //! Waiting, as gpg does, while another process holds a keybox's lock
-//! (`common/dotlock.c`; facts only): the lock file `pubring.kbx.lock`
-//! names its holder's pid on its first line. A lock whose holder is
+//! (`common/dotlock.c`; facts only), or as keyboxd does at its start while
+//! another holds its database's (`pubring.db.lock`; keyboxd gives up after
+//! 10 s): the lock file names its holder's pid on its first line. A lock whose holder is
 //! alive is waited for, looking again after 50 ms, then 100, 200, 400,
 //! 800 ms, 2, 4 and 8 s; a stale one (its holder gone) is not waited for
 //! (gpg removes it; the replay leaves the user's files alone).
@@ -88,6 +89,20 @@ pub fn wait_for_lock(
         tally.settle_written(vec![FileStats { path: lock.display().to_string(), stats }]);
     }
     result.map(|()| started.is_some())
+}
+
+/// The live process other than this one that holds the lock of `store`
+/// (its lock file `STORE.lock` names it), if any, with its name
+/// (`/proc/PID/comm`, empty if unreadable).
+///
+/// # Errors
+/// The lock file exists but cannot be read.
+pub fn lock_holder(store: &Path) -> io::Result<Option<(u32, String)>> {
+    let mut lock = store.as_os_str().to_os_string();
+    lock.push(".lock");
+    let Some(pid) = holder(Path::new(&lock))? else { return Ok(None) };
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    Ok(Some((pid, name.trim_end().to_string())))
 }
 
 /// The live process other than this one the lock file names, if any.
