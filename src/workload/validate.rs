@@ -52,8 +52,8 @@ pub fn run(
             let started = startup::reading(opener, at, Program::Gpgsm, version)?;
             let lock = lock_files.then(|| started.search_lock());
             let locks = match version {
-                GnupgVersion::V2_2 => Locks { searches: lock, flags: None, eager_resets: false },
-                GnupgVersion::V2_4 => Locks { searches: None, flags: lock, eager_resets: true },
+                GnupgVersion::V2_2 => Locks { searches: lock, flags: None },
+                GnupgVersion::V2_4 => Locks { searches: None, flags: lock },
             };
             let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, locks, emit);
             started.finish();
@@ -82,16 +82,13 @@ pub fn on_keybox<O: Opener + Clone>(
     on_keybox_with(opener, lookup, trust, at, Locks::default(), emit)
 }
 
-/// What differs between the gpgsm versions a validation replays: the
-/// keybox lock around every search (2.2's `keydb_search`) or only around
-/// the searches that set a flag (`keydb_set_cert_flags`, both versions;
-/// 2.2's search lock covers them), and whether each of gpgsm's resets is an
-/// `lseek` at once (2.4).
+/// The keybox lock a gpgsm validation replay takes: around every search
+/// (2.2's `keydb_search`), or only around the searches that set a flag
+/// (`keydb_set_cert_flags`, both versions; 2.2's search lock covers them).
 #[derive(Default)]
 struct Locks {
     searches: Option<Rc<dyn SearchLock>>,
     flags: Option<Rc<dyn SearchLock>>,
-    eager_resets: bool,
 }
 
 /// [`on_keybox`], with gpgsm 2.2's lock around the `gnupg` strategy's
@@ -106,7 +103,7 @@ fn on_keybox_with<O: Opener + Clone>(
     locks: Locks,
     mut emit: impl FnMut(Listed),
 ) -> Result<ListOutcome, OpenError> {
-    let Locks { searches: lock, flags, eager_resets } = locks;
+    let Locks { searches: lock, flags } = locks;
     let mut validator = Validator::new(trust, at);
     let mut out = ListOutcome::default();
     let mut handle = opener.open()?;
@@ -116,8 +113,7 @@ fn on_keybox_with<O: Opener + Clone>(
                 Some(l) => issuers::Gnupg::locking(opener.clone(), l.clone()),
                 None => issuers::Gnupg::new(opener.clone()),
             }
-            .with_flags_lock(flags)
-            .eager_resets(eager_resets);
+            .with_flags_lock(flags);
             let listing = lock.as_deref();
             if let Some(l) = listing {
                 l.take();
