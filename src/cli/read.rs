@@ -154,7 +154,9 @@ pub(super) fn validate(
     let path = store.path().to_path_buf();
     let trust = keybox::trustlist_for(&path, trustlist)?;
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path, at);
-    let ran = workload::validate::run(&store, lookup, &trust.list, at, version, true, |l| printer.print(&l))?;
+    let ran = workload::validate::run(&store, lookup, &trust.list, at, version, version == GnupgVersion::V2_2, |l| {
+        printer.print(&l)
+    })?;
     drop(store);
     printer.finish()?;
     trust.warn_if_none();

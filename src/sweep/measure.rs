@@ -98,7 +98,7 @@ pub(super) struct Runs<'a> {
     pub(super) incoming: &'a Incoming,
     /// gpgsm 2.2's lock around each search, in the validate workload
     /// (not beside a GnuPG program, whose count is the keybox's own calls).
-    pub(super) lock_files: bool,
+    pub(super) searches_lock: bool,
 }
 
 /// Run the workload once on the store `path` (a keybox, or keyboxd's
@@ -116,7 +116,7 @@ fn run_once(path: &Path, kind: StoreKind, plan: &Runs<'_>, tally: &IoTally, bulk
     let (trust, at) = (plan.trust, plan.at);
     let fatal = match plan.workload {
         Workload::Validate(lookup) => {
-            workload::validate::run(&store, *lookup, trust, at, plan.version, plan.lock_files, |_| {})?.outcome.fatal
+            workload::validate::run(&store, *lookup, trust, at, plan.version, plan.searches_lock, |_| {})?.outcome.fatal
         }
         Workload::Sigs(mode, lookup) => {
             let judge = Judge { version: plan.version, now: at };

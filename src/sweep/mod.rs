@@ -117,7 +117,7 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
         keyboxd,
         versus: false,
         incoming,
-        lock_files: !beside,
+        searches_lock: version == GnupgVersion::V2_2 && !beside,
     };
     let mut sweep = measure::measure(path, &ours, progress)?;
     let seed = builtin && !matches!(workload, Workload::Sigs(..) | Workload::Import(_));

@@ -173,7 +173,5 @@ pub(crate) fn reading(
         }
         let _ = writer.unlock();
     }
-    // gpgsm 2.4's later takes of the lock go through `keybox_lock` too.
-    let lock = if lock_checks { Dotlock::checked(writer) } else { Dotlock::new(writer) };
-    Ok(Started { lock: Rc::new(lock), _dir: dir })
+    Ok(Started { lock: Rc::new(Dotlock::new(writer)), _dir: dir })
 }

@@ -29,11 +29,9 @@ use std::rc::Rc;
 
 /// List and validate every certificate of `store` with the `lookup`
 /// strategy, trusting the roots of `trust`, at time `at` (Unix seconds);
-/// with `lock_files` and the `gnupg` strategy on a keybox, taking the
-/// keybox's lock as `version`'s gpgsm does: 2.2 around every search, 2.4
-/// (through `keybox_lock`, which checks the keybox writable first) around
-/// the searches of `keydb_set_cert_flags` only; gpgsm's start as
-/// `version`'s.
+/// with `searches_lock` and the `gnupg` strategy on a keybox, taking the
+/// keybox's lock around the searches as gpgsm 2.2 does (2.4 does not);
+/// gpgsm's start as `version`'s.
 ///
 /// # Errors
 /// The store cannot be read before the listing starts; later problems
@@ -44,18 +42,14 @@ pub fn run(
     trust: &TrustList,
     at: i64,
     version: GnupgVersion,
-    lock_files: bool,
+    searches_lock: bool,
     emit: impl FnMut(Listed),
 ) -> Result<Ran<ListOutcome>, StoreError> {
     match store {
         Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
             let started = startup::reading(opener, at, Program::Gpgsm, version)?;
-            let lock = lock_files.then(|| started.search_lock());
-            let locks = match version {
-                GnupgVersion::V2_2 => Locks { searches: lock, flags: None },
-                GnupgVersion::V2_4 => Locks { searches: None, flags: lock },
-            };
-            let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, locks, emit);
+            let lock = searches_lock.then(|| started.search_lock());
+            let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, lock, emit);
             started.finish();
             Ok(Ran::keybox(outcome?))
         }
@@ -79,16 +73,7 @@ pub fn on_keybox<O: Opener + Clone>(
     at: i64,
     emit: impl FnMut(Listed),
 ) -> Result<ListOutcome, OpenError> {
-    on_keybox_with(opener, lookup, trust, at, Locks::default(), emit)
-}
-
-/// The keybox lock a gpgsm validation replay takes: around every search
-/// (2.2's `keydb_search`), or only around the searches that set a flag
-/// (`keydb_set_cert_flags`, both versions; 2.2's search lock covers them).
-#[derive(Default)]
-struct Locks {
-    searches: Option<Rc<dyn SearchLock>>,
-    flags: Option<Rc<dyn SearchLock>>,
+    on_keybox_with(opener, lookup, trust, at, None, emit)
 }
 
 /// [`on_keybox`], with gpgsm 2.2's lock around the `gnupg` strategy's
@@ -100,10 +85,9 @@ fn on_keybox_with<O: Opener + Clone>(
     lookup: Strategy,
     trust: &TrustList,
     at: i64,
-    locks: Locks,
+    lock: Option<Rc<dyn SearchLock>>,
     mut emit: impl FnMut(Listed),
 ) -> Result<ListOutcome, OpenError> {
-    let Locks { searches: lock, flags } = locks;
     let mut validator = Validator::new(trust, at);
     let mut out = ListOutcome::default();
     let mut handle = opener.open()?;
@@ -112,8 +96,7 @@ fn on_keybox_with<O: Opener + Clone>(
             let mut issuers = match &lock {
                 Some(l) => issuers::Gnupg::locking(opener.clone(), l.clone()),
                 None => issuers::Gnupg::new(opener.clone()),
-            }
-            .with_flags_lock(flags);
+            };
             let listing = lock.as_deref();
             if let Some(l) = listing {
                 l.take();

@@ -217,20 +217,12 @@ pub(crate) struct Gnupg<O: Opener> {
     image: Vec<u8>,
     /// gpgsm 2.2's lock around each search, when replayed.
     lock: Option<Rc<dyn SearchLock>>,
-    /// gpgsm 2.4's lock around the searches that set a flag, when replayed.
-    flags_lock: Option<Rc<dyn SearchLock>>,
 }
 
 impl<O: Opener> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
     pub(crate) fn new(opener: O) -> Self {
-        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new(), lock: None, flags_lock: None }
-    }
-
-    /// The same, taking `lock` around the searches that set a flag
-    /// (`keydb_set_cert_flags` locks in gpgsm 2.4 too), if given.
-    pub(crate) fn with_flags_lock(self, lock: Option<Rc<dyn SearchLock>>) -> Self {
-        Self { flags_lock: lock, ..self }
+        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new(), lock: None }
     }
 
     /// The same, taking gpgsm 2.2's lock at each search and letting it go
@@ -370,12 +362,9 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
     }
 
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), LookupError> {
-        // gpgsm walks its chain from the root down (a list it prepends to).
-        let lock = self.lock.as_ref().or(self.flags_lock.as_ref()).cloned();
-        for c in chain.iter().rev() {
-            // `keydb_set_cert_flags` locks the keybox for the flag it
-            // would clear.
-            if let Some(lock) = &lock {
+        for c in chain {
+            // gpgsm 2.2 locks the keybox for the flag it would clear.
+            if let Some(lock) = &self.lock {
                 lock.take();
             }
             let mut h = self.handle.opener().open()?;
@@ -387,11 +376,10 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
                     Step::Next
                 }
             })?;
-            // `keydb_release`: the lock let go, then the file closed.
-            if let Some(lock) = &lock {
+            drop(h);
+            if let Some(lock) = &self.lock {
                 lock.release();
             }
-            drop(h);
         }
         Ok(())
     }
