@@ -167,7 +167,7 @@ pub(super) fn gpgsm_run<T>(
     let opener = PathOpener::new(store.to_path_buf(), tally.clone());
     let lookups = match version {
         GnupgVersion::V2_2 => Gnupg::locking(opener, lock.clone()),
-        GnupgVersion::V2_4 => Gnupg::new(opener),
+        GnupgVersion::V2_4 => Gnupg::new(opener).eager_resets(true),
     };
     let trust = TrustList::default();
     let mut run = Gpgsm { lock: lock.clone(), lookups, validator: Validator::new(&trust, at), now, header };

@@ -49,7 +49,9 @@ pub fn run(
         Store::Keybox { opener, .. } if lookup == Strategy::Gnupg => {
             let started = startup::reading(opener, at, Program::Gpgsm, version)?;
             let lock = searches_lock.then(|| started.search_lock());
-            let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, lock, emit);
+            // gpgsm 2.4 seeks at each of its resets at once.
+            let eager = version == GnupgVersion::V2_4;
+            let outcome = on_keybox_with(&started.opener(opener), lookup, trust, at, lock, eager, emit);
             started.finish();
             Ok(Ran::keybox(outcome?))
         }
@@ -73,19 +75,21 @@ pub fn on_keybox<O: Opener + Clone>(
     at: i64,
     emit: impl FnMut(Listed),
 ) -> Result<ListOutcome, OpenError> {
-    on_keybox_with(opener, lookup, trust, at, None, emit)
+    on_keybox_with(opener, lookup, trust, at, None, false, emit)
 }
 
 /// [`on_keybox`], with gpgsm 2.2's lock around the `gnupg` strategy's
 /// searches when `lock` is given: taken by the listing's search for each
 /// certificate (and the last one, which finds none) and by every lookup,
-/// let go as each validation's handle and the listing's are released.
+/// let go as each validation's handle and the listing's are released;
+/// with `eager_resets`, each of gpgsm's resets an `lseek` at once (2.4).
 fn on_keybox_with<O: Opener + Clone>(
     opener: &O,
     lookup: Strategy,
     trust: &TrustList,
     at: i64,
     lock: Option<Rc<dyn SearchLock>>,
+    eager_resets: bool,
     mut emit: impl FnMut(Listed),
 ) -> Result<ListOutcome, OpenError> {
     let mut validator = Validator::new(trust, at);
@@ -96,7 +100,8 @@ fn on_keybox_with<O: Opener + Clone>(
             let mut issuers = match &lock {
                 Some(l) => issuers::Gnupg::locking(opener.clone(), l.clone()),
                 None => issuers::Gnupg::new(opener.clone()),
-            };
+            }
+            .eager_resets(eager_resets);
             let listing = lock.as_deref();
             if let Some(l) = listing {
                 l.take();

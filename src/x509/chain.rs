@@ -192,6 +192,8 @@ impl<'t> Validator<'t> {
                 notes.push("certificate chain too long".into());
                 break Some(Problem::BadChain);
             }
+            // gpgsm resets the handle before each step's lookup.
+            search.reset()?;
             let Some(issuer) = self.find_up(&subject, search)? else {
                 notes.push("issuer certificate not found".into());
                 break Some(Problem::MissingIssuer);
@@ -220,6 +222,9 @@ impl<'t> Validator<'t> {
                 notes.push(format!("certificate chain longer than allowed by CA ({n})"));
                 break Some(Problem::BadChain);
             }
+            // "For the next round the current issuer becomes the new
+            // subject": another reset.
+            search.reset()?;
         };
         // gpgsm clears the ephemeral flag of every certificate of a chain
         // that reached a root, whatever the verdict.

@@ -72,6 +72,14 @@ pub(crate) trait IssuerLookup {
     fn chain_done(&mut self, _chain: &[Cert]) -> Result<(), LookupError> {
         Ok(())
     }
+    /// gpgsm's `keydb_search_reset` of the validation handle before and
+    /// after each step up the chain.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn reset(&mut self) -> Result<(), LookupError> {
+        Ok(())
+    }
 }
 
 /// What a scan does with each X.509 blob it meets.
@@ -217,12 +225,31 @@ pub(crate) struct Gnupg<O: Opener> {
     image: Vec<u8>,
     /// gpgsm 2.2's lock around each search, when replayed.
     lock: Option<Rc<dyn SearchLock>>,
+    /// Each of gpgsm's `keydb_search_reset`s an `lseek` at once (2.4:
+    /// Debian 13's estream seeks when asked); else the seek waits for the
+    /// next read and resets in a row make one (2.2).
+    eager: bool,
 }
 
 impl<O: Opener> Gnupg<O> {
     /// A strategy opening its handles with `opener`.
     pub(crate) fn new(opener: O) -> Self {
-        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new(), lock: None }
+        Self { handle: Handle::new(opener, Sought::Issuer), image: Vec::new(), lock: None, eager: false }
+    }
+
+    /// The same, each reset an `lseek` at once when `eager` (gpgsm 2.4).
+    pub(crate) fn eager_resets(self, eager: bool) -> Self {
+        Self { eager, ..self }
+    }
+
+    /// One of gpgsm's `keydb_search_reset`s: with eager resets, an
+    /// `lseek` to the start if the file is open (the buffer dropped); else
+    /// nothing now (the next search rewinds).
+    fn reset_point(&mut self) -> Result<(), LookupError> {
+        if self.eager {
+            self.handle.reset()?;
+        }
+        Ok(())
     }
 
     /// The same, taking gpgsm 2.2's lock at each search and letting it go
@@ -240,11 +267,6 @@ impl<O: Opener> Gnupg<O> {
         let r = self.handle.rewound()?;
         crate::telemetry::scan_started(Strategy::Gnupg.name(), r.stats().buffer_size);
         Ok(r)
-    }
-
-    /// Scan for the first blob `matches` accepts: normal mode, then ephemeral mode.
-    fn first(&mut self, matches: impl Fn(&KeyBlob<'_>) -> bool) -> Result<Option<Cert>, LookupError> {
-        self.first_in(&[false, true], None, matches)
     }
 
     /// Scan for the first blob `matches` accepts, once per mode in `modes`
@@ -305,7 +327,9 @@ impl<O: Opener> Gnupg<O> {
 
 impl<O: Opener> SubjectSearches for Gnupg<O> {
     fn all_with_subject(&mut self, subject: &[u8], ephemeral: bool) -> Result<Vec<Cert>, LookupError> {
-        // gpgsm loops over every certificate with this subject until EOF
+        // `find_up_search_by_keyid` resets, then loops over every
+        // certificate with this subject until EOF.
+        self.reset_point()?;
         let mut candidates = Vec::new();
         let mut image = std::mem::take(&mut self.image);
         let r = self.rewound()?;
@@ -321,6 +345,7 @@ impl<O: Opener> SubjectSearches for Gnupg<O> {
     }
 
     fn again_by_fpr(&mut self, chosen: &Cert) -> Result<Option<Cert>, LookupError> {
+        self.reset_point()?;
         self.first_in(&[false, true], Some(&chosen.fpr), |b| b.key(0).fingerprint == chosen.fpr)
     }
 }
@@ -338,7 +363,14 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
     }
 
     fn by_issuer_sn(&mut self, issuer: &[u8], serial: &[u8]) -> Result<Option<Cert>, LookupError> {
-        self.first(|b| is_issuer_sn(b, issuer, serial))
+        // Normal mode, then ephemeral mode, a reset after each that fails.
+        for ephemeral in [false, true] {
+            if let Some(c) = self.first_in(&[ephemeral], None, |b| is_issuer_sn(b, issuer, serial))? {
+                return Ok(Some(c));
+            }
+            self.reset_point()?;
+        }
+        Ok(None)
     }
 
     fn by_subject_keyid(
@@ -352,13 +384,21 @@ impl<O: Opener> IssuerLookup for Gnupg<O> {
     }
 
     fn by_subject(&mut self, subject: &[u8], after_aki: bool) -> Result<Option<Cert>, LookupError> {
-        if after_aki {
-            // gpgsm searches the subject on the handle the failed lookups
-            // left at end of file (a no-op: the end is sticky until a
-            // reset), then resets and searches in ephemeral mode.
-            return self.first_in(&[true], None, |b| is_subject(b, subject));
+        if !after_aki {
+            if let Some(c) = self.first_in(&[false], None, |b| is_subject(b, subject))? {
+                return Ok(Some(c));
+            }
         }
-        self.first(|b| is_subject(b, subject))
+        // After failed lookups by authorityKeyIdentifier, gpgsm searches
+        // the subject on the handle they left at end of file (a no-op:
+        // the end is sticky until a reset). Then a reset, and the search
+        // in ephemeral mode.
+        self.reset_point()?;
+        self.first_in(&[true], None, |b| is_subject(b, subject))
+    }
+
+    fn reset(&mut self) -> Result<(), LookupError> {
+        self.reset_point()
     }
 
     fn chain_done(&mut self, chain: &[Cert]) -> Result<(), LookupError> {
