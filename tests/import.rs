@@ -797,28 +797,48 @@ fn sweep_import_with_gpg_counts_gpgs_calls() {
     let keys = export_subset(dir.path(), 6);
     let store = dir.path().join("store.kbx");
     std::fs::copy(crate::common::fixture("gnupg-mixed.kbx"), &store).unwrap();
-    let single = crate::common::bin()
-        .args(["--gnupg-version", "2.2", "--kbx-buffer-size", "8", "--io-summary=json", "import", "--onto"])
-        .arg(&store)
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(single.status.success(), "{}", stderr(&single));
-    let ours: u64 = replay_counts_named(&io_summary(&single), "store.kbx").values().sum();
-    let workload = format!("import:{}", keys.display());
+    let ours = single_import_calls(&store, &keys);
     for counter in ["strace", "record"] {
-        let json = dir.path().join(format!("{counter}.json"));
-        let o = crate::common::bin()
-            .args(["sweep", store.to_str().unwrap(), "--workload", &workload, "--with-gpg", "--count-with", counter])
-            .args(["--sizes", "8,64", "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        let rows = v["results"].as_array().unwrap();
+        let rows = sweep_import_beside(&store, &keys, "--with-gpg", counter, "8,64");
         assert_eq!(rows[0]["gnupg"]["events"].as_u64(), Some(ours), "{counter}: {}", rows[0]);
         assert!(rows[1]["gnupg"].is_null(), "gpg 2.2 runs at 8 KiB only: {}", rows[1]);
     }
+}
+
+/// The calls of `import --onto STORE FILE` (GnuPG 2.2, 8 KiB) on the
+/// store's files, of the kinds a GnuPG program's count has (stat and link
+/// left out), summed.
+pub(crate) fn single_import_calls(store: &Path, file: &Path) -> u64 {
+    let o = crate::common::bin()
+        .args(["--gnupg-version", "2.2", "--kbx-buffer-size", "8", "--io-summary=json", "import", "--onto"])
+        .arg(store)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let name = store.file_name().unwrap().to_string_lossy().into_owned();
+    replay_counts_named(&io_summary(&o), &name).values().sum()
+}
+
+/// The rows of `sweep STORE --workload import:FILE OPTION --count-with
+/// COUNTER --sizes SIZES` (one run, no warm-up), from its JSON export.
+pub(crate) fn sweep_import_beside(
+    store: &Path,
+    file: &Path,
+    option: &str,
+    counter: &str,
+    sizes: &str,
+) -> Vec<serde_json::Value> {
+    let json = store.with_extension(format!("{counter}.json"));
+    let workload = format!("import:{}", file.display());
+    let o = crate::common::bin()
+        .args(["sweep", store.to_str().unwrap(), "--workload", &workload, option, "--count-with", counter])
+        .args(["--sizes", sizes, "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    v["results"].as_array().unwrap().clone()
 }
 
 /// A file that is not OpenPGP: one line naming it, exit 1, nothing left.

@@ -329,32 +329,12 @@ fn sweep_import_with_gpgsm_counts_gpgsms_calls() {
     let store = dir.path().join("store.kbx");
     std::fs::copy(fixture("gnupg-deleted.kbx"), &store).unwrap();
     let pem = fixture(MIXED_PEM);
-    let single = run([
-        "--gnupg-version",
-        "2.2",
-        "--kbx-buffer-size",
-        "8",
-        "--io-summary=json",
-        "import",
-        "--onto",
-        store.to_str().unwrap(),
-        pem.to_str().unwrap(),
-    ]);
-    assert!(single.status.success(), "{}", stderr(&single));
-    let ours: u64 = replay_counts_named(&io_summary(&single), "store.kbx").values().sum();
-    let workload = format!("import:{}", pem.display());
+    let ours = crate::import::single_import_calls(&store, &pem);
     for counter in ["strace", "record"] {
-        let json = dir.path().join(format!("{counter}.json"));
-        let o = crate::common::bin()
-            .args(["sweep", store.to_str().unwrap(), "--workload", &workload, "--with-gpgsm", "--count-with", counter])
-            .args(["--sizes", "8", "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        let rows = v["results"].as_array().unwrap();
+        let rows = crate::import::sweep_import_beside(&store, &pem, "--with-gpgsm", counter, "8");
         assert_eq!(rows[0]["gnupg"]["events"].as_u64(), Some(ours), "{counter}: {}", rows[0]);
     }
+    let workload = format!("import:{}", pem.display());
     // gpg does not import certificates: one line.
     let o = run(["sweep", store.to_str().unwrap(), "--workload", &workload, "--with-gpg", "--runs", "1"]);
     assert_eq!(o.status.code(), Some(1));

@@ -21,18 +21,28 @@ pub(super) fn run(a: &DeleteArgs, version: GnupgVersion, now: i64, tally: &IoTal
     let now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
     // gpg's words for a key not there: the keybox's error, or keyboxd's.
     let why = if matches!(onto, Onto::Keyboxd(_)) { "Not found" } else { "No public key" };
-    let mut missing = 0;
-    let emit = |k: &KeyDeleted| {
-        if k.deleted {
-            eprintln!("kbxscope: key {} deleted", k.fingerprint);
-        } else {
-            missing += 1;
-            eprintln!("kbxscope: key \"{}\" not found: {why}", k.fingerprint);
-        }
+    let line = |k: &KeyDeleted| match k.deleted {
+        true => format!("kbxscope: key {} deleted", k.fingerprint),
+        false => format!("kbxscope: key \"{}\" not found: {why}", k.fingerprint),
     };
-    on_private_copy(&onto, &a.replay, tally, |store| match onto {
-        Onto::Keybox(_) => delete::from_keybox(store, tally, &fingerprints, now, emit),
-        Onto::Keyboxd(_) => delete::from_keyboxd(store, tally, &fingerprints, now, emit),
+    reported(line, |emit| {
+        on_private_copy(&onto, &a.replay, tally, |store| match onto {
+            Onto::Keybox(_) => delete::from_keybox(store, tally, &fingerprints, now, emit),
+            Onto::Keyboxd(_) => delete::from_keyboxd(store, tally, &fingerprints, now, emit),
+        })
+    })
+}
+
+/// Run `replay`, `line`'s words for each fingerprint on stderr; exit 1 if
+/// one was not found.
+fn reported(
+    line: impl Fn(&KeyDeleted) -> String,
+    replay: impl FnOnce(&mut dyn FnMut(&KeyDeleted)) -> Result<u64>,
+) -> Result<ExitCode> {
+    let mut missing = 0;
+    replay(&mut |k: &KeyDeleted| {
+        missing += u64::from(!k.deleted);
+        eprintln!("{}", line(k));
     })?;
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -53,17 +63,15 @@ fn run_gpgsm(
     else {
         bail!("gpgsm's certificates have SHA-1 fingerprints (40 hex digits)");
     };
-    let mut missing = 0;
-    let emit = |k: &KeyDeleted| {
-        if k.deleted {
-            eprintln!("kbxscope: certificate '{}' deleted", k.fingerprint);
-        } else {
-            missing += 1;
-            eprintln!("kbxscope: certificate '{}' not found: No public key", k.fingerprint);
-        }
+    let line = |k: &KeyDeleted| match k.deleted {
+        true => format!("kbxscope: certificate '{}' deleted", k.fingerprint),
+        false => format!("kbxscope: certificate '{}' not found: No public key", k.fingerprint),
     };
-    on_private_copy(onto, &a.replay, tally, |store| delete_x509::from_keybox(store, tally, &fprs, now, version, emit))?;
-    Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    reported(line, |emit| {
+        on_private_copy(onto, &a.replay, tally, |store| {
+            delete_x509::from_keybox(store, tally, &fprs, now, version, emit)
+        })
+    })
 }
 
 /// A fingerprint's bytes from its hex (spaces and a `0x` allowed).

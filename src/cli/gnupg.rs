@@ -144,11 +144,10 @@ impl Program {
     /// 1 when a certificate does not validate; gpg 1 or 2 when a signature
     /// is bad or a key is missing).
     fn finished(self, status: ExitStatus) -> bool {
-        match self.tool() {
-            // gpgsm's import exits 2 after any error it logged (a
-            // certificate refused, a hash it does not like).
-            "gpgsm" if self == Program::GpgsmImport => status.success() || matches!(status.code(), Some(1 | 2)),
-            "gpgsm" => status.success() || status.code() == Some(1),
+        // gpgsm's import exits 2 after any error it logged (a certificate
+        // refused, a hash it does not like).
+        match self {
+            Program::GpgsmValidate | Program::GpgsmList => status.success() || status.code() == Some(1),
             _ => status.success() || matches!(status.code(), Some(1 | 2)),
         }
     }

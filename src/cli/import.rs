@@ -30,28 +30,42 @@ pub(super) fn run(a: &ImportArgs, judge: Judge, tally: &IoTally) -> Result<ExitC
         Incoming::Keys(keys) => keys,
         Incoming::Certs(certs) => return run_gpgsm(a, &certs, judge, tally),
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut emit = |k: &KeyImported| {
-        if a.json {
-            let _ = serde_json::to_writer(&mut out, k).map(|()| writeln!(out));
-        } else {
-            eprintln!("{}", message(k));
-        }
-    };
     let onto = Onto::resolve(a.onto.as_deref(), judge.version)?;
     if a.bulk_import && matches!(onto, Onto::Keybox(_)) {
         bail!("--bulk-import is keyboxd's (gpg ignores it on a keybox): import --onto keyboxd, a database or its home");
     }
-    let summary = on_private_copy(&onto, &a.replay, tally, |store| match onto {
-        Onto::Keybox(_) => import::into_keybox(store, tally, &keys, judge, &mut emit),
-        Onto::Keyboxd(_) => {
-            let how = keyboxd_import::KeyboxdRun { bulk: a.bulk_import, cache_kib: None };
-            keyboxd_import::into_keyboxd(store, tally, &keys, judge, how, &mut emit)
-        }
-    })?;
-    if a.json {
-        writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
+    reported(a.json, message, summary_text, |emit| {
+        on_private_copy(&onto, &a.replay, tally, |store| match onto {
+            Onto::Keybox(_) => import::into_keybox(store, tally, &keys, judge, emit),
+            Onto::Keyboxd(_) => {
+                let how = keyboxd_import::KeyboxdRun { bulk: a.bulk_import, cache_kib: None };
+                keyboxd_import::into_keyboxd(store, tally, &keys, judge, how, emit)
+            }
+        })
+    })
+}
+
+/// Run `replay`, each outcome it hands on a JSON line on stdout (`json`)
+/// or `line`'s words on stderr, then its summary the same way.
+fn reported<T: serde::Serialize, S: serde::Serialize>(
+    json: bool,
+    line: impl Fn(&T) -> String,
+    summary_text: impl Fn(&S) -> String,
+    replay: impl FnOnce(&mut dyn FnMut(&T)) -> Result<S>,
+) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let summary = {
+        let mut out = stdout.lock();
+        replay(&mut |o: &T| {
+            if json {
+                let _ = serde_json::to_writer(&mut out, o).map(|()| writeln!(out));
+            } else {
+                eprintln!("{}", line(o));
+            }
+        })?
+    };
+    if json {
+        writeln!(stdout.lock(), "{}", serde_json::json!({ "summary": summary }))?;
     } else {
         eprint!("{}", summary_text(&summary));
     }
@@ -89,24 +103,11 @@ fn run_gpgsm(a: &ImportArgs, certs: &[IncomingCert], judge: Judge, tally: &IoTal
     if a.bulk_import {
         bail!("--bulk-import is keyboxd's and gpg's: gpgsm has no such option");
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut emit = |c: &CertImported| {
-        if a.json {
-            let _ = serde_json::to_writer(&mut out, c).map(|()| writeln!(out));
-        } else {
-            eprintln!("{}", cert_message(c));
-        }
-    };
-    let summary = on_private_copy(&onto, &a.replay, tally, |store| {
-        import_x509::into_keybox(store, tally, certs, judge.now, judge.version, &mut emit)
-    })?;
-    if a.json {
-        writeln!(std::io::stdout(), "{}", serde_json::json!({ "summary": summary }))?;
-    } else {
-        eprint!("{}", cert_summary_text(&summary));
-    }
-    Ok(ExitCode::SUCCESS)
+    reported(a.json, cert_message, cert_summary_text, |emit| {
+        on_private_copy(&onto, &a.replay, tally, |store| {
+            import_x509::into_keybox(store, tally, certs, judge.now, judge.version, emit)
+        })
+    })
 }
 
 /// The store a write replay starts from.

@@ -331,6 +331,11 @@ impl<F: RawRead> BufferedReader<F> {
             self.pos = (target - self.buf_start) as usize;
             return Ok(());
         }
+        self.seek_file(target)
+    }
+
+    /// One `lseek(2)` to `target`, the buffer emptied.
+    fn seek_file(&mut self, target: u64) -> io::Result<()> {
         self.file.seek(target)?;
         self.buf_start = target;
         self.pos = 0;
@@ -350,14 +355,8 @@ impl<F: RawRead> BufferedReader<F> {
             .position()
             .checked_add(n)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek past the largest file offset"))?;
-        let end = self.buf_start + self.filled as u64;
-        if n > 0 && target == end && self.filled > 0 {
-            self.file.seek(target)?;
-            self.buf_start = target;
-            self.pos = 0;
-            self.filled = 0;
-            self.head.clear();
-            return Ok(());
+        if n > 0 && self.filled > 0 && target == self.buf_start + self.filled as u64 {
+            return self.seek_file(target);
         }
         self.seek_to(target)
     }

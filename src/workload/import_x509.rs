@@ -46,9 +46,10 @@ use crate::x509::{Cert, IssuerLookup, TrustList, Validator};
 /// gpgsm's longest chain of issuers walked on import.
 const MAX_DEPTH: usize = 50;
 
-/// Offset of a blob's 16-bit flags, and the ephemeral flag among them.
+/// Offset of a blob's 16-bit flags, and their value once the ephemeral
+/// flag is cleared (gpgsm's certificate blobs carry no other flag).
 const BLOB_FLAGS_AT: u64 = 6;
-const FLAG_EPHEMERAL: u16 = 2;
+const FLAGS_STORED: u16 = 0;
 
 /// What gpgsm prints at the end of an import (`print_imported_summary`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -90,11 +91,6 @@ pub struct CertImported {
     /// What happened.
     #[serde(flatten)]
     pub outcome: CertOutcome,
-}
-
-/// The flags of an ephemeral certificate blob gpgsm made.
-const fn stored_flags() -> u16 {
-    FLAG_EPHEMERAL
 }
 
 /// The outcome of gpgsm's basic check.
@@ -310,7 +306,7 @@ impl Gpgsm<'_> {
         let blob = crate::x509::incoming::stored_blob(&cert.der, self.now)
             .map_err(|e| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&cert.fpr), why: e.to_string() });
         let written = blob.and_then(|blob| {
-            self.lookups.reset()?;
+            self.lookups.reset_now()?;
             let mut w = self.lock.writer();
             w.check_writable()?;
             self.lookups.close();
@@ -334,9 +330,7 @@ impl Gpgsm<'_> {
         let written = match found {
             Some(stored) if stored.ephemeral => {
                 self.lookups.close();
-                // Without the ephemeral flag: gpgsm's certificate blobs
-                // carry no other.
-                let flags = (stored_flags() & !FLAG_EPHEMERAL).to_be_bytes();
+                let flags = FLAGS_STORED.to_be_bytes();
                 self.lock.writer().write_in_place(stored.offset + BLOB_FLAGS_AT, &flags).map_err(ImportError::from)
             }
             _ => Ok(()),
@@ -362,7 +356,7 @@ impl Gpgsm<'_> {
             return Ok(false);
         }
         self.lock.take();
-        let again = self.lookups.reset().and_then(|()| self.lookups.by_fingerprint(fpr));
+        let again = self.lookups.reset_now().and_then(|()| self.lookups.by_fingerprint(fpr));
         let written = match again {
             Ok(Some(c)) => {
                 self.lookups.close();

@@ -80,23 +80,15 @@ impl Dotlock {
 impl SearchLock for Dotlock {
     fn take(&self) {
         if !self.held.get() {
-            let mut w = self.writer.borrow_mut();
             // gpgsm goes on when the lock cannot be had.
-            if self.checked {
-                let _ = w.check_writable();
-            }
-            let _ = w.lock();
+            let _ = self.writer.borrow_mut().lock_checked(self.checked);
             self.held.set(true);
         }
     }
 
     fn release(&self) {
         if self.held.replace(false) {
-            let mut w = self.writer.borrow_mut();
-            if self.checked {
-                let _ = w.check_writable();
-            }
-            let _ = w.unlock();
+            let _ = self.writer.borrow_mut().unlock_checked(self.checked);
         }
     }
 }
@@ -155,23 +147,14 @@ pub(crate) fn reading(
     }
     writer.exists(Role::Store);
     writer.readable();
-    if program == Program::Gpg {
-        let _ = writer.check_writable();
-    }
-    // gpgsm 2.4 takes and releases the lock through `keybox_lock`, which
-    // checks the keybox is writable first; gpg checks after the pass.
-    let lock_checks = program == Program::Gpgsm && version == GnupgVersion::V2_4;
-    if lock_checks {
-        let _ = writer.check_writable();
-    }
+    // gpg checks the keybox writable before it takes the lock and before it
+    // lets it go; so does gpgsm 2.4 (`keybox_lock`); gpgsm 2.2 does not.
+    let checked = program == Program::Gpg || version == GnupgVersion::V2_4;
     // gpg and gpgsm go on quietly when the lock or the pass fails.
-    if writer.lock().is_ok() {
+    if writer.lock_checked(checked).is_ok() {
         let stamp_now = u32::try_from(now.max(0)).unwrap_or(u32::MAX);
         let _ = writer.compress(stamp_now, program == Program::Gpg);
-        if program == Program::Gpg || lock_checks {
-            let _ = writer.check_writable();
-        }
-        let _ = writer.unlock();
+        let _ = writer.unlock_checked(checked);
     }
     Ok(Started { lock: Rc::new(Dotlock::new(writer)), _dir: dir })
 }

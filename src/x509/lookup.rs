@@ -297,9 +297,7 @@ impl<O: Opener> Gnupg<O> {
         }
         Ok(None)
     }
-}
 
-impl<O: Opener> Gnupg<O> {
     /// gpgsm's `keydb_search_fpr` on a handle in ephemeral mode (every
     /// certificate, ephemeral or not, as `keydb_store_cert` searches):
     /// from the start, to the certificate or the end of the file.
@@ -310,12 +308,13 @@ impl<O: Opener> Gnupg<O> {
         self.first_in(&[true], Some(fpr), |b| b.key(0).fingerprint == fpr)
     }
 
-    /// gpgsm's `keydb_search_reset` on the handle: one `lseek(2)` to the
-    /// start if its file is open.
+    /// gpgsm's `keydb_search_reset` before it writes (`keydb_locate_writable`,
+    /// `delete_one`): one `lseek(2)` to the start at once if the file is
+    /// open, in either version.
     ///
     /// # Errors
     /// The rewind failed.
-    pub(crate) fn reset(&mut self) -> Result<(), LookupError> {
+    pub(crate) fn reset_now(&mut self) -> Result<(), LookupError> {
         self.handle.reset()
     }
 

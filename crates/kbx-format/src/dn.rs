@@ -8,8 +8,6 @@
 //! compare these strings byte for byte, so the blob must hold exactly this
 //! form. (`x509-parser`'s `to_string()` is a different form.)
 
-use std::fmt::Write as _;
-
 use x509_parser::der_parser::asn1_rs::Tag;
 use x509_parser::x509::X509Name;
 
@@ -28,72 +26,33 @@ fn short_name(oid: &str) -> Option<&'static str> {
     })
 }
 
-/// Append `ascii` (bytes below 0x80) as libksba quotes it: RFC 2253's
-/// specials behind a backslash, control characters and DEL as `\XX`.
-fn quoted(ascii: impl Iterator<Item = u8>, out: &mut String) {
-    for b in ascii {
-        if !(b' '..=126).contains(&b) {
-            let _ = write!(out, "\\{b:02X}");
-        } else {
-            if b",+\"\\<>;".contains(&b) {
-                out.push('\\');
-            }
-            out.push(char::from(b));
+/// Append byte `b` as two upper-case hex digits.
+fn push_hex(b: u8, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.extend([HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+}
+
+/// Append the ASCII byte `b` as libksba quotes it: RFC 2253's specials
+/// behind a backslash, control characters and DEL as `\XX`.
+fn quoted(b: u8, out: &mut Vec<u8>) {
+    if !(b' '..=126).contains(&b) {
+        out.push(b'\\');
+        push_hex(b, out);
+    } else {
+        if b",+\"\\<>;".contains(&b) {
+            out.push(b'\\');
         }
+        out.push(b);
     }
 }
 
-/// libksba's handling of a value's ends, for a value of `unit`-byte
-/// characters whose code points are `at(i)`: a leading space or `#` is
-/// escaped and dropped; then, if the value (as it now starts) ends — for
-/// one-byte strings — or starts — for two- and four-byte strings, as
-/// libksba checks — with a space, `\ ` is written first and the last
-/// character dropped. Returns the characters left, as a range.
-fn ends(len: usize, at: impl Fn(usize) -> u32, out: &mut String, wide: bool) -> std::ops::Range<usize> {
-    let (mut from, mut to) = (0, len);
-    if to > from && (at(from) == u32::from(b' ') || at(from) == u32::from(b'#')) {
-        out.push('\\');
-        // libksba writes the value's first byte: for two- and four-byte
-        // strings, a NUL.
-        out.push(if wide { '\0' } else { char::from_u32(at(from)).unwrap_or(' ') });
-        from += 1;
-    }
-    let probe = if wide { from } else { to.wrapping_sub(1) };
-    if to > from && at(probe) == u32::from(b' ') {
-        out.push_str("\\ ");
-        to -= 1;
-    }
-    from..to
-}
-
-/// A value of code points `chars` (UCS-2 or UCS-4) as libksba writes it:
-/// ASCII quoted, the rest as UTF-8; a value whose first character is not
-/// ASCII stops at once with a 0xFF byte (libksba's check, kept).
-fn wide_value(chars: &[u32], out: &mut Vec<u8>) {
-    let mut text = String::new();
-    let range = ends(chars.len(), |i| chars[i], &mut text, true);
-    for (n, &c) in chars[range].iter().enumerate() {
-        if c < 0x80 {
-            quoted(std::iter::once(c as u8), &mut text);
-        } else if n == 0 {
-            out.extend_from_slice(text.as_bytes());
-            out.push(0xFF);
-            return;
-        } else {
-            utf8_of(c, &mut text, out);
-        }
-    }
-    out.extend_from_slice(text.as_bytes());
-}
-
-/// Append code point `c` in UTF-8 (up to six bytes, as libksba encodes
-/// values beyond Unicode) to what `text` and `out` hold.
-fn utf8_of(c: u32, text: &mut String, out: &mut Vec<u8>) {
+/// Append code point `c` in UTF-8, up to six bytes as libksba encodes
+/// values beyond Unicode.
+fn push_utf8(c: u32, out: &mut Vec<u8>) {
     if let Some(ch) = char::from_u32(c) {
-        text.push(ch);
+        out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
         return;
     }
-    out.extend_from_slice(std::mem::take(text).as_bytes());
     let (lead, n): (u8, u32) = match c {
         _ if c < 1 << 11 => (0xC0, 1),
         _ if c < 1 << 16 => (0xE0, 2),
@@ -107,46 +66,70 @@ fn utf8_of(c: u32, text: &mut String, out: &mut Vec<u8>) {
     }
 }
 
+/// libksba's handling of a value's ends, for a value of `len` characters
+/// whose code points are `at(i)`: a leading space or `#` is escaped and
+/// dropped; then, if the value (as it now starts) ends — for one-byte
+/// strings — or starts — for two- and four-byte (`wide`) strings, as
+/// libksba checks — with a space, `\ ` is written first and the last
+/// character dropped. Returns the characters left, as a range.
+fn ends(len: usize, at: impl Fn(usize) -> u32, out: &mut Vec<u8>, wide: bool) -> std::ops::Range<usize> {
+    let (mut from, mut to) = (0, len);
+    if to > from && (at(from) == u32::from(b' ') || at(from) == u32::from(b'#')) {
+        // libksba writes the value's first byte: for two- and four-byte
+        // strings, a NUL.
+        out.extend([b'\\', if wide { 0 } else { at(from) as u8 }]);
+        from += 1;
+    }
+    let probe = if wide { from } else { to.wrapping_sub(1) };
+    if to > from && at(probe) == u32::from(b' ') {
+        out.extend_from_slice(b"\\ ");
+        to -= 1;
+    }
+    from..to
+}
+
+/// A value of code points `chars` (UCS-2 or UCS-4) as libksba writes it:
+/// ASCII quoted, the rest as UTF-8; a value whose first character is not
+/// ASCII stops at once with a 0xFF byte (libksba's check, kept).
+fn wide_value(chars: &[u32], out: &mut Vec<u8>) {
+    let range = ends(chars.len(), |i| chars[i], out, true);
+    for (n, &c) in chars[range].iter().enumerate() {
+        match c {
+            _ if c < 0x80 => quoted(c as u8, out),
+            _ if n == 0 => return out.push(0xFF),
+            _ => push_utf8(c, out),
+        }
+    }
+}
+
 /// A UTF8String as libksba writes it: ASCII quoted, each multi-byte
 /// sequence copied as far as its continuation bytes go, a byte that
 /// starts none as `\XX`.
 fn utf8_value(bytes: &[u8], out: &mut Vec<u8>) {
-    let mut text = String::new();
-    let range = ends(bytes.len(), |i| u32::from(bytes[i]), &mut text, false);
-    out.extend_from_slice(text.as_bytes());
-    let v = &bytes[range];
-    let mut i = 0;
-    while i < v.len() {
-        let b = v[i];
-        if b < 0x80 {
-            let mut s = String::new();
-            quoted(std::iter::once(b), &mut s);
-            out.extend_from_slice(s.as_bytes());
-            i += 1;
-            continue;
-        }
+    let range = ends(bytes.len(), |i| u32::from(bytes[i]), out, false);
+    let mut v = bytes[range].iter().copied().peekable();
+    while let Some(b) = v.next() {
         let more = match b {
+            _ if b < 0x80 => {
+                quoted(b, out);
+                continue;
+            }
             _ if b & 0xE0 == 0xC0 => 1,
             _ if b & 0xF0 == 0xE0 => 2,
             _ if b & 0xF8 == 0xF0 => 3,
             _ if b & 0xFC == 0xF8 => 4,
             _ if b & 0xFE == 0xFC => 5,
-            _ => 0,
+            _ => {
+                out.push(b'\\');
+                push_hex(b, out);
+                continue;
+            }
         };
-        if more == 0 {
-            out.extend_from_slice(format!("\\{b:02X}").as_bytes());
-            i += 1;
-            continue;
-        }
         out.push(b);
-        i += 1;
         for _ in 0..more {
-            match v.get(i) {
-                Some(&c) if c & 0xC0 == 0x80 => {
-                    out.push(c);
-                    i += 1;
-                }
-                _ => break,
+            match v.next_if(|c| c & 0xC0 == 0x80) {
+                Some(c) => out.push(c),
+                None => break,
             }
         }
     }
@@ -155,16 +138,14 @@ fn utf8_value(bytes: &[u8], out: &mut Vec<u8>) {
 /// A PrintableString, IA5String or TeletexString as libksba writes it:
 /// its bytes taken as Latin-1, ASCII quoted.
 fn latin1_value(bytes: &[u8], out: &mut Vec<u8>) {
-    let mut text = String::new();
-    let range = ends(bytes.len(), |i| u32::from(bytes[i]), &mut text, false);
+    let range = ends(bytes.len(), |i| u32::from(bytes[i]), out, false);
     for &b in &bytes[range] {
         if b < 0x80 {
-            quoted(std::iter::once(b), &mut text);
+            quoted(b, out);
         } else {
-            text.push(char::from(b));
+            push_utf8(u32::from(b), out);
         }
     }
-    out.extend_from_slice(text.as_bytes());
 }
 
 /// Code points of `unit`-byte big-endian characters (a trailing partial
@@ -190,7 +171,8 @@ pub fn gnupg_dn_bytes(name: &X509Name<'_>) -> Vec<u8> {
             let value = atv.attr_value();
             let data: &[u8] = value.data;
             let Some(short) = short_name(&oid) else {
-                out.extend_from_slice(format!("{oid}=#").as_bytes());
+                out.extend_from_slice(oid.as_bytes());
+                out.extend_from_slice(b"=#");
                 hex(data, &mut out);
                 continue;
             };
@@ -212,8 +194,8 @@ pub fn gnupg_dn_bytes(name: &X509Name<'_>) -> Vec<u8> {
 }
 
 fn hex(data: &[u8], out: &mut Vec<u8>) {
-    for b in data {
-        out.extend_from_slice(format!("{b:02X}").as_bytes());
+    for &b in data {
+        push_hex(b, out);
     }
 }
 

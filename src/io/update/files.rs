@@ -67,15 +67,18 @@ pub(crate) struct Paths {
     pub(crate) host: String,
 }
 
+/// `store`'s name with `suffix` appended (`.tmp`, `~`, `.lock`).
+pub(super) fn with_suffix(store: &Path, suffix: &str) -> PathBuf {
+    let mut s = store.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 impl Paths {
     /// GnuPG's names around `store`: `.tmp`, `~`, `.lock`, and the lock's
     /// own file `.#lk0x<16 hex digits>.<host>.<pid>` in the same directory.
     pub(crate) fn of(store: &Path, host: &str) -> Self {
-        let with = |suffix: &str| {
-            let mut s = store.as_os_str().to_os_string();
-            s.push(suffix);
-            PathBuf::from(s)
-        };
+        let with = |suffix| with_suffix(store, suffix);
         let dir = store.parent().unwrap_or(Path::new("."));
         let own_name = format!(".#lk0x{:016x}.{host}.{}", 0x5000_0000_u64, std::process::id());
         let own = dir.join(&own_name);

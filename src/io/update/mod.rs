@@ -154,6 +154,30 @@ impl KeyboxWriter {
         self.files.unlink_probe()
     }
 
+    /// Take the lock, after an `access(W_OK)` of the keybox when `check`
+    /// (GnuPG 2.4's `keybox_lock`, and gpg at its start).
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock) (the check's outcome is not one).
+    pub fn lock_checked(&mut self, check: bool) -> Result<(), UpdateError> {
+        if check {
+            let _ = self.check_writable();
+        }
+        self.lock()
+    }
+
+    /// Release the lock, after an `access(W_OK)` of the keybox when
+    /// `check` (see [`lock_checked`](Self::lock_checked)).
+    ///
+    /// # Errors
+    /// As [`unlock`](Self::unlock).
+    pub fn unlock_checked(&mut self, check: bool) -> Result<(), UpdateError> {
+        if check {
+            let _ = self.check_writable();
+        }
+        self.unlock()
+    }
+
     /// Release the lock: its file is read (to see it is ours) and removed.
     ///
     /// # Errors

@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::files::with_suffix;
 use super::UpdateError;
 use crate::events::FileStats;
 use crate::io::IoTally;
@@ -60,9 +61,7 @@ pub fn wait_for_lock(
     limit: Duration,
     mut waiting: impl FnMut(u32),
 ) -> Result<bool, WaitError> {
-    let mut lock = store.as_os_str().to_os_string();
-    lock.push(".lock");
-    let lock = PathBuf::from(lock);
+    let lock = with_suffix(store, ".lock");
     let mut started: Option<Instant> = None;
     let mut step = 0;
     let result = loop {
@@ -98,9 +97,7 @@ pub fn wait_for_lock(
 /// # Errors
 /// The lock file exists but cannot be read.
 pub fn lock_holder(store: &Path) -> io::Result<Option<(u32, String)>> {
-    let mut lock = store.as_os_str().to_os_string();
-    lock.push(".lock");
-    let Some(pid) = holder(Path::new(&lock))? else { return Ok(None) };
+    let Some(pid) = holder(&with_suffix(store, ".lock"))? else { return Ok(None) };
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     Ok(Some((pid, name.trim_end().to_string())))
 }
