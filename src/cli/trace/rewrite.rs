@@ -114,7 +114,6 @@ pub struct Rewriter<W: Write> {
     last_ts: f64,
     /// The latest begin written.
     last_begin: f64,
-    cut_marked: bool,
     /// Per thread, a `kbx::event` begin waiting for its end.
     held: HashMap<u64, Value>,
     /// Recorded processes already named.
@@ -134,7 +133,6 @@ impl<W: Write> Rewriter<W> {
             open: HashMap::new(),
             last_ts: 0.0,
             last_begin: 0.0,
-            cut_marked: false,
             held: HashMap::new(),
             named: std::collections::HashSet::new(),
             named_threads: std::collections::HashSet::new(),
@@ -206,7 +204,6 @@ impl<W: Write> Rewriter<W> {
     }
 
     fn mark_cut(&mut self, ts: f64) -> io::Result<()> {
-        self.cut_marked = true;
         let name = format!("trace cut here: --trace-max-events {} reached", self.notes.max_spans);
         self.note("B", ts, &name, json!({"max_spans": self.notes.max_spans}))
     }
@@ -217,9 +214,15 @@ impl<W: Write> Rewriter<W> {
         for (_, begin) in held {
             self.emit(&begin)?;
         }
+        // The cut is marked here, at the end, not in the stream: the cut's
+        // instant is on our clock, a little behind tracing-chrome's, so
+        // events admitted just before it can carry later timestamps. It is
+        // never before the last span begun and never at the very end (a
+        // zero-length span, which speedscope refuses).
         let cut = self.notes.cut_ts();
-        if let (Some(ts), false) = (cut, self.cut_marked) {
-            self.mark_cut(ts.min(self.last_ts))?;
+        if let Some(ts) = cut {
+            let at = if ts > self.last_begin && ts < self.last_ts { ts } else { self.last_begin };
+            self.mark_cut(at)?;
         }
         let end = self.last_ts;
         let interrupted = *self.notes.interrupted.lock().unwrap_or_else(PoisonError::into_inner);
@@ -269,13 +272,6 @@ impl<W: Write> Rewriter<W> {
                     }
                 }
                 self.emit(&begin)?;
-            }
-            if !self.cut_marked {
-                if let Some(cut) = self.notes.cut_ts().filter(|cut| ts >= *cut) {
-                    // Spans that began were admitted before the cut, so it
-                    // is not earlier than the last of them.
-                    self.mark_cut(cut.max(self.last_begin).min(ts))?;
-                }
             }
             if ph == "B" {
                 self.last_begin = self.last_begin.max(ts);
