@@ -11,6 +11,10 @@
 #                                              # 2016 only (--import-filter drop-sig): new signatures
 #   MODE=delete keyboxd-import-fixture.sh      # gpg --batch --yes --delete-keys of the 1st, 5th
 #                                              # and 10th key and of a fingerprint not there
+#   MODE=certs keyboxd-import-fixture.sh       # gpgsm --batch --import of the mixed fixture's 24
+#                                              # certificates (tests/fixtures/gnupg-mixed.certs.pem)
+#   MODE=certs-delete keyboxd-import-fixture.sh  # gpgsm --batch --delete-keys of two of them and a
+#                                              # fingerprint not there, between them
 #   (only the last gpg run is traced; the first import of again, refresh and delete is not)
 #
 # Environment:
@@ -18,7 +22,8 @@
 #       debootstrap --variant=minbase --include=gnupg,gpgsm,gnupg-utils,strace,sqlite3 trixie DIR
 #       mount -t proc proc DIR/proc
 #   OUT=tests/fixtures/keyboxd/debian-subset.import-events.txt
-#       (with MODE=bulk, again, refresh: debian-subset.MODE-import-events.txt beside it)
+#       (with MODE=bulk, again, refresh: debian-subset.MODE-import-events.txt beside it; with
+#       MODE=certs and certs-delete: gnupg-mixed.certs-import-events.txt, gnupg-mixed.certs-delete-events.txt)
 #
 # What it does:
 #   * The keys: the machine's gpg (2.2.40) exports every key of tests/fixtures/real/debian-subset.kbx
@@ -35,6 +40,8 @@ cd "$(dirname "$0")/.."
 CHROOT=${CHROOT:-/srv/trixie}
 MODE=${MODE:-new}
 first=()
+prog=gpg
+input=keys.gpg
 case $MODE in
   new) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.import-events.txt}; options=() ;;
   bulk) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.bulk-import-events.txt}; options=(--import-options bulk-import) ;;
@@ -44,7 +51,12 @@ case $MODE in
     first=(--import-filter "drop-sig=sig_created_d > 2016-01-01" --import)
     ;;
   delete) OUT=${OUT:-tests/fixtures/keyboxd/debian-subset.delete-events.txt}; options=(); first=(--import) ;;
-  *) echo "MODE: new, bulk, again, refresh or delete" >&2; exit 2 ;;
+  certs) OUT=${OUT:-tests/fixtures/keyboxd/gnupg-mixed.certs-import-events.txt}; options=(); prog=gpgsm; input=certs.pem ;;
+  certs-delete)
+    OUT=${OUT:-tests/fixtures/keyboxd/gnupg-mixed.certs-delete-events.txt}; options=(); first=(--import)
+    prog=gpgsm; input=certs.pem
+    ;;
+  *) echo "MODE: new, bulk, again, refresh, delete, certs or certs-delete" >&2; exit 2 ;;
 esac
 [ -e "$CHROOT/proc/self/stat" ] || { echo "$CHROOT: no chroot with /proc mounted" >&2; exit 1; }
 work=$(mktemp -d)
@@ -63,6 +75,9 @@ gpgconf --homedir "$work/src" --kill all
 mkdir -p "$outer"
 mkdir -m 700 "$outer/home"
 cp "$work/keys.gpg" "$outer/keys.gpg"
+cp tests/fixtures/gnupg-mixed.certs.pem "$outer/certs.pem"
+# gpgsm as the replay assumes it: it never asks dirmngr.
+printf 'disable-dirmngr\n' > "$outer/home/gpgsm.conf"
 cat > "$outer/keyboxd-strace" <<WRAP
 #!/bin/sh
 exec strace -D -f -y -o $inner/keyboxd.trace /usr/lib/gnupg/keyboxd "\$@"
@@ -71,12 +86,21 @@ chmod +x "$outer/keyboxd-strace"
 if [ ${#first[@]} -gt 0 ]; then
   # The first import, by an untraced keyboxd.
   printf 'use-keyboxd\n' > "$outer/home/common.conf"
-  chroot "$CHROOT" gpg --homedir "$inner/home" --batch "${first[@]}" "$inner/keys.gpg" 2>/dev/null
+  chroot "$CHROOT" $prog --homedir "$inner/home" --batch "${first[@]}" "$inner/$input" 2>/dev/null || [ $prog = gpgsm ]
   chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
   for _ in $(seq 100); do [ -e "$outer/home/public-keys.d/pubring.db.lock" ] || break; sleep 0.1; done
 fi
 printf 'use-keyboxd\nkeyboxd-program %s/keyboxd-strace\n' "$inner" > "$outer/home/common.conf"
-if [ "$MODE" = delete ]; then
+if [ "$MODE" = certs-delete ]; then
+  # The first certificate, one not there, the last (gpgsm deletes them last first and stops at
+  # the one it cannot find).
+  gone="DC724118AF31B2AFC7CA8C5576257FC4704571A5 0000000000000000000000000000000000000001 23772DCB9D901AEBFE7EB947872590F35D208C25"
+  # shellcheck disable=SC2086
+  summary="delete $gone: $(chroot "$CHROOT" gpgsm --homedir "$inner/home" --batch --delete-keys $gone 2>&1 | tr -s ' ' | tr '\n' ';' || true)"
+elif [ "$MODE" = certs ]; then
+  # gpgsm exits 2 after a certificate whose issuer it cannot find; its summary says what it did.
+  summary=$(chroot "$CHROOT" gpgsm --homedir "$inner/home" --batch --import "$inner/certs.pem" 2>&1 | grep -E 'total number processed|imported:|unchanged:|not imported:' | tr -s ' ' | tr '\n' ';' || true)
+elif [ "$MODE" = delete ]; then
   # shellcheck disable=SC2086  # one fingerprint per word
   set -- $fprs
   gone="$1 $5 ${10} 0000000000000000000000000000000000000000"
@@ -90,12 +114,14 @@ chroot "$CHROOT" gpgconf --homedir "$inner/home" --kill all
 for _ in $(seq 100); do pgrep -f "$inner/keyboxd.trace" >/dev/null || break; sleep 0.1; done
 
 {
-  what="imported the"
-  [ "$MODE" != delete ] || what="deleted keys (see below) of the"
-  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while gpg 2.4.7 ${options[*]:+(${options[*]}) }$what"
-  echo "# Debian subset's keys into a new keyboxd home (benches/keyboxd-import-fixture.sh, $(date -u '+%Y-%m-%d %H:%M UTC'))"
-  [ ${#first[@]} -eq 0 ] || echo "# (mode $MODE: onto the database of a first, untraced gpg ${first[*]} of the same keys)"
-  echo "# keys: sha256 $(sha256sum "$work/keys.gpg" | cut -c1-16), $(wc -c < "$work/keys.gpg") bytes; gpg said: $summary"
+  what="imported the Debian subset's keys"
+  [ "$MODE" != delete ] || what="deleted keys (see below) of the Debian subset's keys"
+  [ "$MODE" != certs ] || what="imported the mixed fixture's certificates"
+  [ "$MODE" != certs-delete ] || what="deleted certificates (see below) of the mixed fixture's"
+  echo "# keyboxd 2.4.7's system calls on $inner/home/public-keys.d/* while $prog 2.4.7 ${options[*]:+(${options[*]}) }$what"
+  echo "# into a new keyboxd home (benches/keyboxd-import-fixture.sh, $(date -u '+%Y-%m-%d %H:%M UTC'))"
+  [ ${#first[@]} -eq 0 ] || echo "# (mode $MODE: onto the database of a first, untraced $prog ${first[*]} of the same keys)"
+  echo "# keys: sha256 $(sha256sum "$outer/$input" | cut -c1-16), $(wc -c < "$outer/$input") bytes; $prog said: $summary"
   echo "# counts: calls naming the file or an fd on it (strace -y); format: count call file"
   python3 - "$outer/keyboxd.trace" "$inner/home/public-keys.d" <<'PY'
 import collections, re, sys

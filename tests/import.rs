@@ -716,13 +716,7 @@ fn sweep_import_rows_equal_single_imports() {
     // With --versus-keyboxd: the database of the store's keys at each
     // page-cache size, without and with bulk import, each row what a single
     // `import --onto DATABASE` counts (at keyboxd's own cache, 2000 KiB).
-    let o = crate::common::bin()
-        .env("TMPDIR", &tmp)
-        .args(["sweep", store.to_str().unwrap(), "--workload", &workload, "--versus-keyboxd", "--sizes", "64"])
-        .args(["--cache-sizes", "2000", "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = sweep_versus_keyboxd(&store, &workload, &tmp, &json);
     assert!(stdout(&o).contains("2000 KiB, bulk import"), "{}", stdout(&o));
     assert!(stdout(&o).contains("keybox or keyboxd?"), "{}", stdout(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -744,6 +738,20 @@ fn sweep_import_rows_equal_single_imports() {
         assert_eq!(Some(all), s["events"]["total"].as_u64(), "bulk {bulk}: every event");
     }
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left");
+}
+
+/// `sweep STORE --workload WORKLOAD --versus-keyboxd` at 64 KiB and a
+/// page cache of 2000 KiB, one run each, exported as JSON to `json`, with
+/// `tmp` as `TMPDIR`; it succeeded.
+pub(crate) fn sweep_versus_keyboxd(store: &Path, workload: &str, tmp: &Path, json: &Path) -> std::process::Output {
+    let o = crate::common::bin()
+        .env("TMPDIR", tmp)
+        .args(["sweep", store.to_str().unwrap(), "--workload", workload, "--versus-keyboxd", "--sizes", "64"])
+        .args(["--cache-sizes", "2000", "--runs", "1", "--warmup", "0", "--export-json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
 }
 
 /// kbxscope with `args`, then `keys`, and a 1 MiB tmpfs (mounted in `dir`)

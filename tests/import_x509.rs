@@ -261,8 +261,9 @@ fn onto_reads_the_keybox_only() {
 }
 
 /// Files gpgsm would not import get one line and exit 1: a PEM private
-/// key, and certificates mixed with OpenPGP keys in one import; keyboxd's
-/// store is refused for certificates, also in one line.
+/// key, and certificates mixed with OpenPGP keys in one import; keyboxd
+/// with GnuPG 2.2 (which has none) and gpg's bulk import are refused for
+/// certificates, also in one line.
 fn other_files_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key.pem");
@@ -273,7 +274,8 @@ fn other_files_are_one_line() {
     for (args, says) in [
         (vec!["import", key], "PRIVATE KEY"),
         (vec!["import", pem, keys], "certificates and OpenPGP keys"),
-        (vec!["import", "--onto", "keyboxd", pem], "keyboxd"),
+        (vec!["--gnupg-version", "2.2", "import", "--onto", "keyboxd", pem], "keyboxd came with GnuPG 2.3"),
+        (vec!["import", "--onto", "keyboxd", "--bulk-import", pem], "gpgsm has no such option"),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");

@@ -24,7 +24,7 @@ fn recorded(name: &str) -> Recorded {
     let text = std::fs::read_to_string(fixture(&format!("keyboxd/{name}"))).unwrap();
     let mut r = Recorded { counts: BTreeMap::new(), keyblobs: Vec::new(), said: String::new() };
     for line in text.lines() {
-        if let Some(said) = line.split("gpg said: ").nth(1) {
+        if let Some(said) = line.split("gpg said: ").nth(1).or_else(|| line.split("gpgsm said: ").nth(1)) {
             r.said = said.to_string();
             continue;
         }
@@ -125,6 +125,58 @@ fn delete_from_keyboxd_makes_keyboxds_calls() {
     same_as_keyboxd("debian-subset.delete-events.txt", &[], Start::Again);
 }
 
+/// gpgsm 2.4's import of the mixed fixture's 24 certificates into a new
+/// keyboxd database, replayed by `import --onto keyboxd`: per file and
+/// operation keyboxd's calls (its issuer lookups, a search and a
+/// transaction per certificate), the same certificates stored, gpgsm's
+/// summary (`gnupg-mixed.certs-import-events.txt`).
+fn certificates_into_keyboxd_make_keyboxds_calls() {
+    same_as_keyboxd("gnupg-mixed.certs-import-events.txt", &[], Start::Empty);
+}
+
+/// gpgsm 2.4's `--batch --delete-keys` of two certificates and a
+/// fingerprint not there between them, with keyboxd, replayed by `delete
+/// --gpgsm --onto DATABASE`: gpgsm deletes the last one and stops at the
+/// one it cannot find; the same calls, the same certificates left, the
+/// same words and a failure (`gnupg-mixed.certs-delete-events.txt`).
+fn certificates_deleted_from_keyboxd_make_keyboxds_calls() {
+    same_as_keyboxd("gnupg-mixed.certs-delete-events.txt", &[], Start::Again);
+}
+
+/// `sweep --workload import:CERTS --versus-keyboxd`: the database's rows
+/// are gpgsm's import through keyboxd, one per page-cache size (gpgsm has
+/// no bulk import), each what a single `import --onto DATABASE CERTS`
+/// counts; the verdict is printed and nothing is left behind.
+fn certificates_sweep_versus_keyboxd() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.kbx");
+    std::fs::copy(fixture("gnupg-deleted.kbx"), &store).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (certs, json) = (fixture("gnupg-mixed.certs.pem"), dir.path().join("sweep.json"));
+    let workload = format!("import:{}", certs.display());
+    let o = crate::import::sweep_versus_keyboxd(&store, &workload, &tmp, &json);
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("keybox or keyboxd?") && !out.contains("bulk import"), "{out}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = v["versus"]["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let db = dir.path().join("store.db");
+    assert!(run(["convert", store.to_str().unwrap(), db.to_str().unwrap()]).status.success());
+    let single = crate::common::bin()
+        .env("TMPDIR", &tmp)
+        .args(["--io-summary=json", "import", "--onto"])
+        .args([&db, &certs])
+        .output()
+        .unwrap();
+    assert!(single.status.success(), "{}", stderr(&single));
+    assert!(stderr(&single).contains("imported: 23"), "{}", stderr(&single));
+    let s = io_summary(&single);
+    let all = rows[0]["events"]["total"].as_u64().unwrap() + rows[0]["other_events"].as_u64().unwrap_or(0);
+    assert_eq!(Some(all), s["events"]["total"].as_u64(), "every event");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left");
+}
+
 /// The same with gpg's `--import-options bulk-import`: one transaction
 /// for all the keys (keyboxd's start keeps its own), held against keyboxd
 /// run so (`debian-subset.bulk-import-events.txt`).
@@ -155,7 +207,13 @@ fn imported(keys: &Path, db: &Path) {
 /// [`import_into_keyboxd_makes_keyboxds_calls`]).
 fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
     let dir = tempfile::tempdir().unwrap();
-    let keys = crate::import::export_subset(dir.path(), 24);
+    // gpgsm's fixtures import the mixed fixture's certificates, gpg's the
+    // Debian subset's keys.
+    let gpgsm = name.starts_with("gnupg-mixed.certs");
+    let keys = match gpgsm {
+        true => fixture("gnupg-mixed.certs.pem"),
+        false => crate::import::export_subset(dir.path(), 24),
+    };
     let onto = match start {
         Start::Empty => "keyboxd".to_string(),
         Start::Again | Start::Stale => {
@@ -179,6 +237,9 @@ fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
     match &deleting {
         Some(fprs) => {
             args.extend(["delete", "--onto", &onto, "--out", made.to_str().unwrap()]);
+            if gpgsm {
+                args.push("--gpgsm");
+            }
             args.extend(fprs.split_whitespace());
         }
         None => {
@@ -190,8 +251,8 @@ fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
     let before = std::fs::read(&onto).ok();
     let o = run(args);
     assert_eq!(std::fs::read(&onto).ok(), before, "the database named is only read");
-    // A delete of a key not there fails, as gpg's does.
-    let failed = deleting.is_some() && r.said.contains("delete key failed");
+    // A delete of a key not there fails, as gpg's and gpgsm's do.
+    let failed = deleting.is_some() && r.said.contains(" failed");
     assert_eq!(o.status.success(), !failed, "{}", stderr(&o));
     let summary = io_summary(&o);
     let store = summary["files"]
@@ -240,22 +301,24 @@ fn same_as_keyboxd(name: &str, extra: &[&str], start: Start) {
         .collect();
     assert_eq!(blobs, r.keyblobs, "the keyblobs keyboxd stored");
     if deleting.is_some() {
-        // gpg's words for the key not there.
+        // gpg's or gpgsm's words for the key not there.
         for said in r.said.split(';').filter(|l| l.contains("not found:")) {
-            let line = format!("kbxscope: {}", &said[said.find("key \"").unwrap()..]);
+            let said = said.split_once("gpgsm: ").or_else(|| said.split_once("gpg: ")).unwrap().1;
+            let line = format!("kbxscope: {said}");
             assert!(stderr(&o).lines().any(|l| l == line), "{line}\n{}", stderr(&o));
         }
         return;
     }
     // gpg's statistics.
-    let said: Vec<String> = r.said.split(';').filter(|s| !s.is_empty()).map(|s| s.replace("gpg: ", "")).collect();
+    let said: Vec<String> =
+        r.said.split(';').filter(|s| !s.is_empty()).map(|s| s.split_once(": ").unwrap().1.to_string()).collect();
     let printed: Vec<String> = stderr(&o)
         .lines()
         .filter_map(|l| l.strip_prefix("kbxscope: "))
         .filter(|l| {
             let l = l.trim_start();
-            l.starts_with("Total number processed")
-                || ["imported:", "unchanged:", "new signatures:", "new user IDs:", "new subkeys:"]
+            l.to_lowercase().starts_with("total number processed")
+                || ["imported:", "unchanged:", "not imported:", "new signatures:", "new user IDs:", "new subkeys:"]
                     .iter()
                     .any(|p| l.starts_with(p))
         })
@@ -426,6 +489,9 @@ crate::tests![
     import_again_makes_keyboxds_calls needs ["gpg"],
     refresh_in_keyboxd_makes_keyboxds_calls needs ["gpg"],
     delete_from_keyboxd_makes_keyboxds_calls needs ["gpg"],
+    certificates_into_keyboxd_make_keyboxds_calls,
+    certificates_deleted_from_keyboxd_make_keyboxds_calls,
+    certificates_sweep_versus_keyboxd,
     a_full_disk_during_a_keyboxd_import_is_one_line needs ["gpg", "mount"],
     signals_remove_the_private_database needs ["gpg"],
     import_onto_a_database_reads_it_only needs ["gpg"],

@@ -9,7 +9,7 @@ use super::import::{on_private_copy, Onto};
 use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::workload::delete::{self, KeyDeleted};
-use kbxscope::workload::delete_x509;
+use kbxscope::workload::{delete_x509, keyboxd_x509};
 
 /// `delete`.
 pub(super) fn run(a: &DeleteArgs, version: GnupgVersion, now: i64, tally: &IoTally) -> Result<ExitCode> {
@@ -47,7 +47,8 @@ fn reported(
     Ok(if missing == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// `delete --gpgsm`: gpgsm's deletion of certificates from a keybox.
+/// `delete --gpgsm`: gpgsm's deletion of certificates from a keybox or,
+/// with keyboxd, from its database.
 fn run_gpgsm(
     a: &DeleteArgs,
     fingerprints: &[Vec<u8>],
@@ -56,9 +57,6 @@ fn run_gpgsm(
     now: i64,
     tally: &IoTally,
 ) -> Result<ExitCode> {
-    if matches!(onto, Onto::Keyboxd(_)) {
-        bail!("gpgsm's delete through keyboxd is not replayed: delete certificates from a keybox");
-    }
     let Some(fprs) = fingerprints.iter().map(|f| <[u8; 20]>::try_from(f.as_slice()).ok()).collect::<Option<Vec<_>>>()
     else {
         bail!("gpgsm's certificates have SHA-1 fingerprints (40 hex digits)");
@@ -68,8 +66,9 @@ fn run_gpgsm(
         false => format!("kbxscope: certificate '{}' not found: No public key", k.fingerprint),
     };
     reported(line, |emit| {
-        on_private_copy(onto, &a.replay, tally, |store| {
-            delete_x509::from_keybox(store, tally, &fprs, now, version, emit)
+        on_private_copy(onto, &a.replay, tally, |store| match onto {
+            Onto::Keybox(_) => delete_x509::from_keybox(store, tally, &fprs, now, version, emit),
+            Onto::Keyboxd(_) => keyboxd_x509::from_keyboxd(store, tally, &fprs, now, emit),
         })
     })
 }

@@ -16,7 +16,7 @@ use kbxscope::openpgp::Judge;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::workload::import::{self, ImportSummary, Incoming, KeyImported, KeyOutcome};
 use kbxscope::workload::import_x509::{self, CertImported, CertOutcome, CertSummary};
-use kbxscope::workload::keyboxd_import;
+use kbxscope::workload::{keyboxd_import, keyboxd_x509};
 use kbxscope::x509::{self, incoming::IncomingCert};
 
 /// The largest file `import` reads (GnuPG has no such limit, but each of
@@ -94,18 +94,17 @@ pub(super) fn read_input(files: &[PathBuf]) -> Result<Incoming> {
     Ok(if certs.is_empty() { Incoming::Keys(keys) } else { Incoming::Certs(certs) })
 }
 
-/// `import` of certificates: gpgsm's import into a keybox.
+/// `import` of certificates: gpgsm's import into a keybox or, with
+/// keyboxd, into its database.
 fn run_gpgsm(a: &ImportArgs, certs: &[IncomingCert], judge: Judge, tally: &IoTally) -> Result<ExitCode> {
     let onto = Onto::resolve(a.onto.as_deref(), judge.version)?;
-    if matches!(onto, Onto::Keyboxd(_)) {
-        bail!("gpgsm's import through keyboxd is not replayed: import certificates into a keybox");
-    }
     if a.bulk_import {
         bail!("--bulk-import is keyboxd's and gpg's: gpgsm has no such option");
     }
     reported(a.json, cert_message, cert_summary_text, |emit| {
-        on_private_copy(&onto, &a.replay, tally, |store| {
-            import_x509::into_keybox(store, tally, certs, judge.now, judge.version, emit)
+        on_private_copy(&onto, &a.replay, tally, |store| match onto {
+            Onto::Keybox(_) => import_x509::into_keybox(store, tally, certs, judge.now, judge.version, emit),
+            Onto::Keyboxd(_) => keyboxd_x509::into_keyboxd(store, tally, certs, judge.now, None, emit),
         })
     })
 }

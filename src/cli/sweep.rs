@@ -65,9 +65,6 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
     };
     let import = matches!(workload, Workload::Import(_));
     let certs = matches!(incoming, Incoming::Certs(_));
-    if certs && (keyboxd || a.versus_keyboxd) {
-        anyhow::bail!("gpgsm's import through keyboxd is not replayed: import certificates into a keybox");
-    }
     if let Some(c) = gnupg.as_ref().filter(|c| matches!(c.program, Program::GpgImport | Program::GpgsmImport)) {
         if certs != (c.program == Program::GpgsmImport) {
             let (what, who) = if certs { ("certificates", "gpgsm") } else { ("OpenPGP keys", "gpg") };
@@ -193,8 +190,6 @@ fn sweep_error(path: &Path, e: SweepError) -> anyhow::Error {
         SweepError::Private { error } => {
             anyhow::anyhow!("--workload import: cannot make a private copy of '{}': {error}", path.display())
         }
-        e @ (SweepError::Store(_) | SweepError::Program(_) | SweepError::Import(_) | SweepError::CertsIntoKeyboxd) => {
-            e.into()
-        }
+        e @ (SweepError::Store(_) | SweepError::Program(_) | SweepError::Import(_)) => e.into(),
     }
 }

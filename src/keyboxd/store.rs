@@ -10,7 +10,8 @@
 //!   `pubkey` row inserted (`--insert`) or its keyblob replaced
 //!   (`--update`); every `fingerprint` and `userid` row of the key deleted
 //!   (and a certificate's `issuer` row), then written anew: one row per key
-//!   packet, one per user id (`INSERT OR REPLACE`). Each statement is
+//!   packet, a certificate's issuer and serial, one row per user id or
+//!   subject (`INSERT OR REPLACE`). Each statement is
 //!   prepared, stepped and finalized. A commit writes SQLite's rollback
 //!   journal beside the database, syncs it and the database, and removes
 //!   it (`journal_mode` `delete`, `synchronous` full: SQLite's defaults,
@@ -48,14 +49,14 @@ fn ubid_only(ubid: &[u8]) -> impl FnOnce(&mut Pending<'_>) -> Result<(), DbError
     move |s| s.bind_blob(1, ubid)
 }
 
-/// keyboxd serving gpg from a database it may write, started: the table
-/// definitions run, and, when `config` holds no `dbversion` (a new
-/// database), the version and `created` (`YYYY-MM-DD HH:MM:SS`, UTC)
-/// written.
+/// keyboxd serving `client` (gpg or gpgsm) from a database it may write,
+/// started: the table definitions run, and, when `config` holds no
+/// `dbversion` (a new database), the version and `created` (`YYYY-MM-DD
+/// HH:MM:SS`, UTC) written.
 ///
 /// # Errors
 /// SQLite's error.
-pub(crate) fn start<'db>(db: &'db Database, created: &str) -> Result<Server<'db>, DbError> {
+pub(crate) fn start<'db>(db: &'db Database, created: &str, client: Client) -> Result<Server<'db>, DbError> {
     let mut versioned = true;
     for sql in STARTUP {
         let mut stmt = db.prepare_pending(sql)?;
@@ -75,7 +76,7 @@ pub(crate) fn start<'db>(db: &'db Database, created: &str) -> Result<Server<'db>
             })?;
         }
     }
-    Ok(Server::started(db, Client::Gpg))
+    Ok(Server::started(db, client))
 }
 
 impl Server<'_> {
@@ -153,13 +154,8 @@ impl Server<'_> {
         })?;
         exec(db, "DELETE FROM fingerprint WHERE ubid = ?1", ubid_only(ubid))?;
         exec(db, "DELETE FROM userid WHERE ubid = ?1", ubid_only(ubid))?;
-        if let Some((sn, dn)) = &rows.issuer {
+        if rows.issuer.is_some() {
             exec(db, "DELETE FROM issuer WHERE ubid = ?1", ubid_only(ubid))?;
-            exec(db, "INSERT OR REPLACE INTO issuer(sn,dn,ubid) VALUES(?1,?2,?3)", |s| {
-                s.bind_text(1, sn.as_bytes())?;
-                s.bind_text(2, dn)?;
-                s.bind_blob(3, ubid)
-            })?;
         }
         for (subkey, (fpr, kid, grip)) in rows.keys.iter().enumerate() {
             exec(db, "INSERT OR REPLACE INTO fingerprint(fpr,kid,keygrip,subkey,ubid) VALUES(?1,?2,?3,?4,?5)", |s| {
@@ -168,6 +164,15 @@ impl Server<'_> {
                 s.bind_blob(3, grip)?;
                 s.bind_int(4, subkey as i64)?;
                 s.bind_blob(5, ubid)
+            })?;
+        }
+        // A certificate's issuer and serial come between its fingerprint
+        // and its subjects, as keyboxd writes them.
+        if let Some((sn, dn)) = &rows.issuer {
+            exec(db, "INSERT OR REPLACE INTO issuer(sn,dn,ubid) VALUES(?1,?2,?3)", |s| {
+                s.bind_text(1, sn.as_bytes())?;
+                s.bind_text(2, dn)?;
+                s.bind_blob(3, ubid)
             })?;
         }
         for (uid, addrspec, uidno) in &rows.uids {

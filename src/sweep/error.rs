@@ -36,8 +36,4 @@ pub enum SweepError {
     /// The import workload failed.
     #[error(transparent)]
     Import(#[from] crate::workload::import::ImportError),
-    /// Certificates to import into keyboxd's database (gpgsm's import
-    /// through keyboxd is not replayed).
-    #[error("gpgsm's import through keyboxd is not replayed: import certificates into a keybox")]
-    CertsIntoKeyboxd,
 }

@@ -152,7 +152,9 @@ fn import_once(path: &Path, plan: &Runs<'_>, tally: &IoTally, keyboxd: Option<Ke
         (Incoming::Certs(certs), None) => {
             workload::import_x509::into_keybox(copy.store(), tally, certs, plan.at, plan.version, |_| {})?;
         }
-        (Incoming::Certs(_), Some(_)) => return Err(SweepError::CertsIntoKeyboxd),
+        (Incoming::Certs(certs), Some(how)) => {
+            workload::keyboxd_x509::into_keyboxd(copy.store(), tally, certs, plan.at, how.cache_kib, |_| {})?;
+        }
     }
     Ok(())
 }
@@ -173,14 +175,16 @@ fn delta(after: &IoStats, before: &IoStats) -> IoStats {
 /// nothing yet of GnuPG, the seed or another store; `progress` is told
 /// before each run, and when they are over. An import into keyboxd's
 /// database has two rows per page-cache size: without and with gpg's
-/// `bulk-import`.
+/// `bulk-import` (gpgsm's import of certificates has no such option: one
+/// row).
 ///
 /// # Errors
 /// The first failed run.
 pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Progress)) -> Result<Sweep, SweepError> {
     let (runs, warmup) = (plan.runs.max(1), plan.warmup);
+    let keys = matches!(plan.incoming, Incoming::Keys(_));
     let bulk: &[bool] =
-        if plan.keyboxd && matches!(plan.workload, Workload::Import(_)) { &[false, true] } else { &[false] };
+        if plan.keyboxd && keys && matches!(plan.workload, Workload::Import(_)) { &[false, true] } else { &[false] };
     let rows: Vec<(&SweepSize, bool)> = plan.sizes.iter().flat_map(|s| bulk.iter().map(move |b| (s, *b))).collect();
     let mut out = Vec::with_capacity(rows.len());
     let total = rows.len() * (warmup + runs);

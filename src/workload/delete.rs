@@ -29,7 +29,7 @@ use super::import::{replay, ImportError};
 use super::keyboxd_import::serve;
 use crate::io::IoTally;
 use crate::kbx::{parse_blob, Blob};
-use crate::keyboxd::server::{Search, Server, Session};
+use crate::keyboxd::server::{Client, Search, Server, Session};
 
 /// What happened to one fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -96,7 +96,7 @@ pub fn from_keyboxd(
 ) -> Result<u64, ImportError> {
     let _cmd =
         tracing::info_span!(target: "kbx::lookup", "delete", keys = fingerprints.len(), store = "keyboxd").entered();
-    serve(db, tally, now, None, |server| {
+    serve(db, tally, now, None, Client::Gpg, |server| {
         let mut pool = Pool::default();
         let mut deleted = 0;
         for fpr in fingerprints {

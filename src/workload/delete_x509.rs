@@ -17,9 +17,10 @@ use std::path::Path;
 
 use super::delete::KeyDeleted;
 use super::import::ImportError;
-use super::import_x509::gpgsm_run;
+use super::import_x509::{gpgsm_run, CertWrites, Gpgsm};
 use crate::gnupg_version::GnupgVersion;
 use crate::io::IoTally;
+use crate::x509::IssuerLookup;
 
 /// Delete the certificates with `fingerprints` (SHA-1) from the keybox at
 /// `store` (a private copy), as `version`'s gpgsm at `at`, its events
@@ -37,16 +38,28 @@ pub fn from_keybox(
     mut emit: impl FnMut(&KeyDeleted),
 ) -> Result<u64, ImportError> {
     let _cmd = tracing::info_span!(target: "kbx::lookup", "delete", certificates = fingerprints.len()).entered();
-    gpgsm_run(store, tally, at, version, |run| {
-        let mut deleted = 0;
-        for fpr in fingerprints.iter().rev() {
-            let found = run.delete(fpr)?;
-            emit(&KeyDeleted { fingerprint: crate::kbx::dump::hex_upper(fpr), deleted: found });
-            if !found {
-                break;
-            }
-            deleted += 1;
+    gpgsm_run(store, tally, at, version, |run| delete_all(run, fingerprints, &mut emit))
+}
+
+/// gpgsm's deletion of the certificates with `fingerprints` in `run`: in
+/// the reverse order of its arguments, up to the first one not found;
+/// each outcome handed to `emit`. How many were deleted.
+///
+/// # Errors
+/// The first write or search that failed.
+pub(super) fn delete_all<L: IssuerLookup, W: CertWrites<L>>(
+    run: &mut Gpgsm<'_, L, W>,
+    fingerprints: &[[u8; 20]],
+    emit: &mut impl FnMut(&KeyDeleted),
+) -> Result<u64, ImportError> {
+    let mut deleted = 0;
+    for fpr in fingerprints.iter().rev() {
+        let found = run.delete(fpr)?;
+        emit(&KeyDeleted { fingerprint: crate::kbx::dump::hex_upper(fpr), deleted: found });
+        if !found {
+            break;
         }
-        Ok(deleted)
-    })
+        deleted += 1;
+    }
+    Ok(deleted)
 }

@@ -118,20 +118,31 @@ pub fn into_keybox(
     mut emit: impl FnMut(&CertImported),
 ) -> Result<CertSummary, ImportError> {
     let _cmd = tracing::info_span!(target: "kbx::lookup", "import", certificates = certs.len()).entered();
-    gpgsm_run(store, tally, at, version, |run| {
-        let mut summary = CertSummary::default();
-        for c in certs {
-            let done = run.check_and_store(&c.cert)?;
-            summary.processed += 1;
-            match done.outcome {
-                CertOutcome::Imported => summary.imported += 1,
-                CertOutcome::Unchanged => summary.unchanged += 1,
-                CertOutcome::NotImported { .. } => summary.not_imported += 1,
-            }
-            emit(&done);
+    gpgsm_run(store, tally, at, version, |run| import_all(run, certs, &mut emit))
+}
+
+/// gpgsm's import of `certs` in `run`, each certificate's outcome handed
+/// to `emit`; what gpgsm prints at the end.
+///
+/// # Errors
+/// The first write or search that failed.
+pub(super) fn import_all<L: IssuerLookup, W: CertWrites<L>>(
+    run: &mut Gpgsm<'_, L, W>,
+    certs: &[IncomingCert],
+    emit: &mut impl FnMut(&CertImported),
+) -> Result<CertSummary, ImportError> {
+    let mut summary = CertSummary::default();
+    for c in certs {
+        let done = run.check_and_store(&c.cert)?;
+        summary.processed += 1;
+        match done.outcome {
+            CertOutcome::Imported => summary.imported += 1,
+            CertOutcome::Unchanged => summary.unchanged += 1,
+            CertOutcome::NotImported { .. } => summary.not_imported += 1,
         }
-        Ok(summary)
-    })
+        emit(&done);
+    }
+    Ok(summary)
 }
 
 /// One gpgsm run that writes the keybox at `store` (made if it does not
@@ -146,7 +157,7 @@ pub(super) fn gpgsm_run<T>(
     tally: &IoTally,
     at: i64,
     version: GnupgVersion,
-    body: impl FnOnce(&mut Gpgsm<'_>) -> Result<T, ImportError>,
+    body: impl FnOnce(&mut Gpgsm<'_, Gnupg<PathOpener>, KeyboxCerts>) -> Result<T, ImportError>,
 ) -> Result<T, ImportError> {
     let now = u32::try_from(at.max(0)).unwrap_or(u32::MAX);
     let header = encode_header(&HeaderSpec { openpgp: false, created_at: now, last_maintenance: now });
@@ -166,7 +177,8 @@ pub(super) fn gpgsm_run<T>(
         GnupgVersion::V2_4 => Gnupg::new(opener).eager_resets(true),
     };
     let trust = TrustList::default();
-    let mut run = Gpgsm { lock: lock.clone(), lookups, validator: Validator::new(&trust, at), now, header };
+    let writes = KeyboxCerts { lock: lock.clone(), now, header };
+    let mut run = Gpgsm::new(lookups, writes, &trust, at);
     let result = maintain(&lock, now).and_then(|()| body(&mut run));
     drop(run);
     let Ok(lock) = Rc::try_unwrap(lock) else {
@@ -212,16 +224,37 @@ fn maintain(lock: &Dotlock, now: u32) -> Result<(), ImportError> {
     Ok(())
 }
 
-/// One gpgsm run: the lock, the handle of the moment, the checks.
-pub(super) struct Gpgsm<'t> {
-    lock: Rc<Dotlock>,
-    lookups: Gnupg<PathOpener>,
-    validator: Validator<'t>,
-    now: u32,
-    header: Vec<u8>,
+/// Where a gpgsm run keeps its certificates, with the lookups `L` it
+/// searches them by: a keybox ([`KeyboxCerts`]) or keyboxd
+/// (`super::keyboxd_x509`).
+pub(super) trait CertWrites<L: IssuerLookup> {
+    /// gpgsm's `keydb_store_cert` of `cert`: whether it was there.
+    ///
+    /// # Errors
+    /// The first write or search that failed.
+    fn store(&mut self, lookups: &mut L, cert: &Cert) -> Result<bool, ImportError>;
+
+    /// gpgsm's `delete_one` of the certificate with fingerprint `fpr`:
+    /// whether it was there.
+    ///
+    /// # Errors
+    /// The first write or search that failed.
+    fn delete(&mut self, lookups: &mut L, fpr: &[u8; 20]) -> Result<bool, ImportError>;
 }
 
-impl Gpgsm<'_> {
+/// One gpgsm run: its lookups, where it writes, its checks.
+pub(super) struct Gpgsm<'t, L, W> {
+    lookups: L,
+    writes: W,
+    validator: Validator<'t>,
+}
+
+impl<'t, L: IssuerLookup, W: CertWrites<L>> Gpgsm<'t, L, W> {
+    /// A run at `at` (Unix seconds) with `trust`'s roots.
+    pub(super) fn new(lookups: L, writes: W, trust: &'t TrustList, at: i64) -> Self {
+        Self { lookups, writes, validator: Validator::new(trust, at) }
+    }
+
     /// gpgsm's `check_and_store` of a certificate read from the input,
     /// and of the issuers above it.
     fn check_and_store(&mut self, cert: &Cert) -> Result<CertImported, ImportError> {
@@ -279,7 +312,7 @@ impl Gpgsm<'_> {
     /// lock, when a search took it).
     fn on_new_handle<T>(
         &mut self,
-        look: impl FnOnce(&mut Validator<'_>, &mut Gnupg<PathOpener>) -> Result<T, crate::lookup::LookupError>,
+        look: impl FnOnce(&mut Validator<'_>, &mut L) -> Result<T, crate::lookup::LookupError>,
     ) -> Result<T, ImportError> {
         self.lookups.begin_cert();
         let found = look(&mut self.validator, &mut self.lookups);
@@ -290,94 +323,117 @@ impl Gpgsm<'_> {
     /// gpgsm's `keydb_store_cert`: whether the certificate was there.
     fn store(&mut self, cert: &Cert) -> Result<bool, ImportError> {
         let _span = tracing::info_span!(target: "kbx::lookup", "store").entered();
-        self.lookups.begin_cert();
+        self.writes.store(&mut self.lookups, cert)
+    }
+
+    /// gpgsm's `delete_one` of the certificate with fingerprint `fpr`:
+    /// whether it was there.
+    pub(super) fn delete(&mut self, fpr: &[u8; 20]) -> Result<bool, ImportError> {
+        let _span = tracing::info_span!(target: "kbx::lookup", "delete").entered();
+        self.writes.delete(&mut self.lookups, fpr)
+    }
+}
+
+/// A keybox's side of a gpgsm run: the lock, and what a new blob is made
+/// with.
+pub(super) struct KeyboxCerts {
+    lock: Rc<Dotlock>,
+    now: u32,
+    header: Vec<u8>,
+}
+
+impl CertWrites<Gnupg<PathOpener>> for KeyboxCerts {
+    /// Under the lock, a fingerprint search over every certificate on a
+    /// new handle; a new certificate appended through a full copy (see
+    /// the module docs), one there has its ephemeral flag cleared.
+    fn store(&mut self, lookups: &mut Gnupg<PathOpener>, cert: &Cert) -> Result<bool, ImportError> {
+        lookups.begin_cert();
         self.lock.take();
-        let found = self.lookups.by_fingerprint(&cert.fpr);
-        let found = match found {
+        let found = match lookups.by_fingerprint(&cert.fpr) {
             Ok(f) => f,
-            Err(e) => return Err(self.released(e.into())),
+            Err(e) => return Err(self.released(lookups, e.into())),
         };
         if found.is_some() {
-            self.release();
-            self.clear_ephemeral(cert)?;
+            self.release(lookups);
+            self.clear_ephemeral(lookups, cert)?;
             return Ok(true);
         }
         // `keydb_locate_writable`, then `keybox_insert_cert`.
         let blob = crate::x509::incoming::stored_blob(&cert.der, self.now)
             .map_err(|e| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&cert.fpr), why: e.to_string() });
         let written = blob.and_then(|blob| {
-            self.lookups.reset_now()?;
+            lookups.reset_now()?;
             let mut w = self.lock.writer();
             w.check_writable()?;
-            self.lookups.close();
+            lookups.close();
             w.insert_cert(&blob, &self.header)?;
             Ok(())
         });
-        self.release();
+        self.release(lookups);
         written.map(|()| false)
     }
 
-    /// gpgsm's `keydb_set_cert_flags` clearing the ephemeral flag of a
-    /// certificate that is there: searched for again under the lock on a
-    /// new handle, the flag written in place if it was set.
-    fn clear_ephemeral(&mut self, cert: &Cert) -> Result<(), ImportError> {
-        self.lookups.begin_cert();
-        self.lock.take();
-        let found = match self.lookups.by_fingerprint(&cert.fpr) {
-            Ok(f) => f,
-            Err(e) => return Err(self.released(e.into())),
-        };
-        let written = match found {
-            Some(stored) if stored.ephemeral => {
-                self.lookups.close();
-                let flags = FLAGS_STORED.to_be_bytes();
-                self.lock.writer().write_in_place(stored.offset + BLOB_FLAGS_AT, &flags).map_err(ImportError::from)
-            }
-            _ => Ok(()),
-        };
-        self.release();
-        written
-    }
-
-    /// gpgsm's `delete_one` of the certificate with fingerprint `fpr`:
-    /// searched for on a new handle (every certificate, ephemeral ones
+    /// Searched for on a new handle (every certificate, ephemeral ones
     /// too); if there, the lock taken, the handle rewound, the search made
     /// again, the handle's file closed and the blob marked deleted in
-    /// place; the lock released. Whether it was there.
-    pub(super) fn delete(&mut self, fpr: &[u8; 20]) -> Result<bool, ImportError> {
-        let _span = tracing::info_span!(target: "kbx::lookup", "delete").entered();
-        self.lookups.begin_cert();
-        let found = match self.lookups.by_fingerprint(fpr) {
+    /// place; the lock released.
+    fn delete(&mut self, lookups: &mut Gnupg<PathOpener>, fpr: &[u8; 20]) -> Result<bool, ImportError> {
+        lookups.begin_cert();
+        let found = match lookups.by_fingerprint(fpr) {
             Ok(f) => f,
-            Err(e) => return Err(self.released(e.into())),
+            Err(e) => return Err(self.released(lookups, e.into())),
         };
         if found.is_none() {
-            self.release();
+            self.release(lookups);
             return Ok(false);
         }
         self.lock.take();
-        let again = self.lookups.reset_now().and_then(|()| self.lookups.by_fingerprint(fpr));
+        let again = lookups.reset_now().and_then(|()| lookups.by_fingerprint(fpr));
         let written = match again {
             Ok(Some(c)) => {
-                self.lookups.close();
+                lookups.close();
                 self.lock.writer().delete(c.offset).map_err(ImportError::from)
             }
             Ok(None) => Ok(()),
             Err(e) => Err(e.into()),
         };
-        self.release();
+        self.release(lookups);
         written.map(|()| true)
+    }
+}
+
+impl KeyboxCerts {
+    /// gpgsm's `keydb_set_cert_flags` clearing the ephemeral flag of a
+    /// certificate that is there: searched for again under the lock on a
+    /// new handle, the flag written in place if it was set.
+    fn clear_ephemeral(&mut self, lookups: &mut Gnupg<PathOpener>, cert: &Cert) -> Result<(), ImportError> {
+        lookups.begin_cert();
+        self.lock.take();
+        let found = match lookups.by_fingerprint(&cert.fpr) {
+            Ok(f) => f,
+            Err(e) => return Err(self.released(lookups, e.into())),
+        };
+        let written = match found {
+            Some(stored) if stored.ephemeral => {
+                lookups.close();
+                let flags = FLAGS_STORED.to_be_bytes();
+                self.lock.writer().write_in_place(stored.offset + BLOB_FLAGS_AT, &flags).map_err(ImportError::from)
+            }
+            _ => Ok(()),
+        };
+        self.release(lookups);
+        written
     }
 
     /// The handle released, and the lock with it.
-    fn release(&mut self) {
-        self.lookups.end_cert();
+    fn release(&mut self, lookups: &mut Gnupg<PathOpener>) {
+        lookups.end_cert();
         self.lock.release();
     }
 
     /// `e`, once the handle and the lock are released.
-    fn released(&mut self, e: ImportError) -> ImportError {
-        self.release();
+    fn released(&mut self, lookups: &mut Gnupg<PathOpener>, e: ImportError) -> ImportError {
+        self.release(lookups);
         e
     }
 }

@@ -37,7 +37,7 @@ use crate::io::sqlite::{Database, DbError};
 use crate::io::update::KeyboxWriter;
 use crate::io::IoTally;
 use crate::kbx::{parse_blob, Blob};
-use crate::keyboxd::server::{Found, Search, Server, Session};
+use crate::keyboxd::server::{Client, Found, Search, Server, Session};
 use crate::keyboxd::store::{self, StoreMode};
 use crate::keyboxd::write::rows_of;
 use crate::openpgp::incoming::IncomingKey;
@@ -72,7 +72,7 @@ pub fn into_keyboxd(
         tracing::info_span!(target: "kbx::lookup", "import", keys = keys.len(), store = "keyboxd", bulk = how.bulk)
             .entered();
     let now = u32::try_from(judge.now.max(0)).unwrap_or(u32::MAX);
-    serve(db, tally, now, how.cache_kib, |server| {
+    serve(db, tally, now, how.cache_kib, Client::Gpg, |server| {
         if how.bulk {
             server.begin_bulk();
         }
@@ -91,9 +91,10 @@ pub fn into_keyboxd(
     })
 }
 
-/// keyboxd serving one gpg run from the database at `db` (a private copy;
-/// made if it does not exist), at `now`, with SQLite's page cache
-/// `cache_kib` (keyboxd's own when `None`): its lock taken, the database
+/// keyboxd serving one run of `client` (gpg or gpgsm) from the database at
+/// `db` (a private copy; made if it does not exist), at `now`, with
+/// SQLite's page cache `cache_kib` (keyboxd's own when `None`): its lock
+/// taken, the database
 /// opened and started as keyboxd does, `run` given the server; then the
 /// lock's files removed and its counters settled into `tally`, whatever
 /// `run` came to.
@@ -105,6 +106,7 @@ pub(super) fn serve<T>(
     tally: &IoTally,
     now: u32,
     cache_kib: Option<u64>,
+    client: Client,
     run: impl FnOnce(&Server<'_>) -> Result<T, ImportError>,
 ) -> Result<T, ImportError> {
     let mut lock = KeyboxWriter::new(db, tally);
@@ -118,7 +120,7 @@ pub(super) fn serve<T>(
             database.set_cache_kib(kib)?;
         }
         let created = crate::timefmt::rfc3339(i64::from(now)).replace('T', " ");
-        let server = store::start(&database, created.trim_end_matches('Z'))?;
+        let server = store::start(&database, created.trim_end_matches('Z'), client)?;
         run(&server)
     });
     let released = lock.exit();

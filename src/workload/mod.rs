@@ -17,6 +17,7 @@ pub mod import;
 pub mod import_x509;
 pub mod keyboxd;
 pub mod keyboxd_import;
+pub mod keyboxd_x509;
 pub mod list;
 mod places;
 mod scan;

@@ -33,6 +33,16 @@ impl<'s, 'db> Keyboxd<'s, 'db> {
         Self { server, session: server.connect() }
     }
 
+    /// The keyboxd the lookups are sent to.
+    pub(crate) fn server(&self) -> &'s Server<'db> {
+        self.server
+    }
+
+    /// The connection they go over.
+    pub(crate) fn session(&self) -> Session {
+        self.session
+    }
+
     fn error(source: crate::io::sqlite::DbError) -> LookupError {
         LookupError::Keyboxd { sought: Sought::Issuer, source: Box::new(source) }
     }

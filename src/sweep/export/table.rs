@@ -44,7 +44,7 @@ fn verdict(v: &Verdict<'_>) -> String {
         "keybox or keyboxd? the keybox at its fastest, buffer {}\n\
          keyboxd at its fastest, page cache {}\n\
          {faster} is {:.1}x faster for this workload on these keys (the stores' file\n\
-         I/O as GnuPG reads them; the round trips between gpg and keyboxd are not modelled).\n",
+         I/O as GnuPG reads them; the round trips between GnuPG and keyboxd are not modelled).\n",
         row(v.keybox),
         row(v.keyboxd),
         v.ratio
@@ -359,7 +359,7 @@ mod tests {
         let verdict = "keybox or keyboxd? the keybox at its fastest, buffer 512 KiB (87,363 file events, 0.002 s)\n\
                        keyboxd at its fastest, page cache 512 KiB (87,363 file events, 2.494 s)\n\
                        the keybox is 1000.0x faster for this workload on these keys (the stores' file\n\
-                       I/O as GnuPG reads them; the round trips between gpg and keyboxd are not modelled).\n";
+                       I/O as GnuPG reads them; the round trips between GnuPG and keyboxd are not modelled).\n";
         assert_eq!(text, table(&sweep(false, false, false), false) + "\n" + &table(&db, false) + verdict);
         // Without a database, the table alone.
         let alone = Table { wide: true }.render(&sweep(true, false, true));
