@@ -140,10 +140,26 @@ fn five_hours_ahead() -> (String, String) {
 fn import_makes_gpgs_calls() {
     let dir = tempfile::tempdir().unwrap();
     let keys = export_subset(dir.path(), 6);
-    let home = dir.path().join("home");
+    equal_to_gpg(dir.path(), &keys);
+}
+
+/// Five Debian keys whose subkeys carry several binding signatures
+/// (`real/debian-rebound.gpg`, from `debian-keyring`): gpg keeps only the
+/// newest binding of each subkey, and so does the replay: the same calls,
+/// the same blobs, gpg's summary.
+fn rebound_subkeys_make_gpgs_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    equal_to_gpg(dir.path(), &crate::common::fixture("real/debian-rebound.gpg"));
+}
+
+/// gpg 2.2.40 imports `keys` into an empty home in `dir` under strace; the
+/// replay's calls, blobs and summary equal gpg's (see
+/// [`import_makes_gpgs_calls`]).
+fn equal_to_gpg(dir: &Path, keys: &Path) {
+    let home = dir.join("home");
     std::fs::create_dir(&home).unwrap();
-    let (theirs, gpg_err) = gpg_import_traced(&home, &keys, &[]);
-    let made = dir.path().join("made.kbx");
+    let (theirs, gpg_err) = gpg_import_traced(&home, keys, &[]);
+    let made = dir.join("made.kbx");
     let o = run([
         "--gnupg-version",
         "2.2",
@@ -866,6 +882,7 @@ fn a_file_of_no_keys_is_one_line() {
 
 crate::tests![
     import_makes_gpgs_calls needs ["gpg", "strace"],
+    rebound_subkeys_make_gpgs_calls needs ["gpg", "strace"],
     refresh_makes_gpgs_calls needs ["gpg", "strace"],
     maintenance_pass_makes_gpgs_calls needs ["gpg", "strace"],
     record_shows_the_same_operations needs ["gpg"],

@@ -267,6 +267,7 @@ fn message(k: &KeyImported) -> String {
         KeyOutcome::Imported => format!("kbxscope: key {id}: public key \"{uid}\" imported"),
         KeyOutcome::Unchanged => format!("kbxscope: key {id}: \"{uid}\" not changed"),
         KeyOutcome::NoUserId => format!("kbxscope: key {id}: no user ID"),
+        KeyOutcome::NoValidUserId => format!("kbxscope: key {id}: no valid user IDs"),
         KeyOutcome::Merged { user_ids, subkeys, signatures } => {
             let mut parts = Vec::new();
             for (n, one, many) in [

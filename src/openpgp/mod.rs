@@ -22,6 +22,7 @@
 
 mod describe;
 mod expiry;
+pub mod import_clean;
 pub mod incoming;
 mod issuer;
 mod keyblock;

@@ -26,6 +26,7 @@
 
 use std::path::Path;
 
+use crate::gnupg_version::GnupgVersion;
 use crate::io::update::{KeyboxWriter, Role, UpdateError};
 use crate::io::{IoTally, PathOpener};
 use crate::kbx::create::openpgp_spec;
@@ -33,6 +34,7 @@ use crate::kbx::encode::{encode_header, encode_key_blob, HeaderSpec};
 use crate::kbx::keyblock::{gnupg_keyblock, tag};
 use crate::kbx::{parse_blob, Blob};
 use crate::lookup::LookupError;
+use crate::openpgp::import_clean;
 use crate::openpgp::incoming::{self, merge, Added, IncomingKey};
 use crate::openpgp::lookup::{Gnupg, KeyboxSearches};
 use crate::openpgp::Judge;
@@ -84,7 +86,7 @@ impl ImportSummary {
                 self.new_subkeys += subkeys;
                 self.new_signatures += signatures;
             }
-            KeyOutcome::NoUserId => self.no_user_id += 1,
+            KeyOutcome::NoUserId | KeyOutcome::NoValidUserId => self.no_user_id += 1,
         }
     }
 }
@@ -108,6 +110,8 @@ pub enum KeyOutcome {
     },
     /// Not imported: it has no user id.
     NoUserId,
+    /// Not imported: none of its user ids has a self-signature.
+    NoValidUserId,
 }
 
 /// One key of the import.
@@ -162,7 +166,7 @@ pub fn into_keybox(
     replay(store, tally, now, |w, g, header| {
         let mut summary = ImportSummary::default();
         for key in keys {
-            let (outcome, uid) = one_key(w, g, key, now, header)?;
+            let (outcome, uid) = one_key(w, g, key, judge.version, now, header)?;
             summary.count(&outcome);
             let user_id = uid.as_deref().or_else(|| key.first_user_id()).map(String::from_utf8_lossy);
             let user_id = user_id.map(|u| u.into_owned()).unwrap_or_default();
@@ -246,6 +250,13 @@ pub(super) fn merged_into(image: &[u8], key: &IncomingKey, store: &str) -> Resul
     Ok((old, added))
 }
 
+/// `key` as `version`'s gpg stores it ([`import_clean`]), or `None` when
+/// no user id is left.
+pub(super) fn cleaned(key: &IncomingKey, version: GnupgVersion) -> Option<IncomingKey> {
+    let mut key = key.clone();
+    import_clean::clean(&mut key, version).then_some(key)
+}
+
 /// The blob gpg stores for `key`: its packets in gpg's framing, the
 /// self-signatures marked valid, made at `now`.
 pub(super) fn blob_of(key: &IncomingKey, now: u32) -> Result<Vec<u8>, ImportError> {
@@ -265,6 +276,7 @@ fn one_key(
     w: &mut KeyboxWriter,
     g: &mut Lookups,
     key: &IncomingKey,
+    version: GnupgVersion,
     now: u32,
     header: &[u8],
 ) -> Result<(KeyOutcome, Option<Vec<u8>>), ImportError> {
@@ -273,7 +285,10 @@ fn one_key(
     if key.first_user_id().is_none() {
         return Ok((KeyOutcome::NoUserId, None));
     }
+    // gpg looks the signers of the keyblock it read up, then cleans it.
     g.fetch_signers(key)?;
+    let Some(cleaned) = cleaned(key, version) else { return Ok((KeyOutcome::NoValidUserId, None)) };
+    let key = &cleaned;
     w.check_writable()?;
     w.lock()?;
     let (mut handle, present) = g.fast_search(&key.fingerprint)?;

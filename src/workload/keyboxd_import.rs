@@ -32,7 +32,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::import::{blob_of, merged_into, ImportError, ImportSummary, KeyImported, KeyOutcome};
+use super::import::{blob_of, cleaned, merged_into, ImportError, ImportSummary, KeyImported, KeyOutcome};
+use crate::gnupg_version::GnupgVersion;
 use crate::io::sqlite::{Database, DbError};
 use crate::io::update::KeyboxWriter;
 use crate::io::IoTally;
@@ -80,7 +81,7 @@ pub fn into_keyboxd(
         let mut uids = UidCache::default();
         let mut summary = ImportSummary::default();
         for key in keys {
-            let outcome = one_key(server, &sessions, &mut uids, key, now)?;
+            let outcome = one_key(server, &sessions, &mut uids, key, judge.version, now)?;
             summary.count(&outcome);
             let user_id = key.first_user_id().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
             emit(&KeyImported { key_id: crate::kbx::dump::hex_upper(&key.key_id), user_id, outcome });
@@ -160,6 +161,7 @@ fn one_key(
     s: &Sessions,
     uids: &mut UidCache,
     key: &IncomingKey,
+    version: GnupgVersion,
     now: u32,
 ) -> Result<KeyOutcome, ImportError> {
     let Sessions { lookups, import } = *s;
@@ -176,6 +178,9 @@ fn one_key(
             }
         }
     }
+    // gpg cleans the keyblock once its signers are looked up.
+    let Some(cleaned) = cleaned(key, version) else { return Ok(KeyOutcome::NoValidUserId) };
+    let key = &cleaned;
     let fpr = Search::Fpr(key.fingerprint.clone());
     let outcome = match server.search(import, &fpr)? {
         None => {
