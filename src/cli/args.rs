@@ -176,17 +176,19 @@ pub enum Command {
     /// when they tuned --kbx-buffer-size), and shows their numbers beside ours.
     #[command(after_help = "More: docs/sweep.md in kbxscope's source.")]
     Sweep(SweepArgs),
-    /// Replay `gpg --import FILE…` (GnuPG's import into a keybox, as
-    /// --gnupg-version's gpg does it) on a private copy: the keys are checked, merged and written with the
-    /// reads, writes, locks and renames gpg makes, counted per file. The
-    /// copy starts empty, or as --onto's keybox, and is removed at the end;
-    /// no store of yours is written.
+    /// Replay `gpg --import FILE…` (or `gpgsm --import` for certificates),
+    /// as --gnupg-version's GnuPG does it, on a private copy of a keybox or,
+    /// through keyboxd, of its database: the keys are checked, merged and
+    /// written with the reads, writes, locks, syncs and renames GnuPG makes,
+    /// counted per file. The copy starts empty, or as --onto's store, and is
+    /// removed at the end; no store of yours is written.
     #[command(after_help = "More: docs/import.md in kbxscope's source.")]
     Import(ImportArgs),
-    /// Replay `gpg --batch --yes --delete-keys FINGERPRINT…` (GnuPG 2.2, a
-    /// keybox) on a private copy of --onto's keybox: each key searched for,
-    /// and its blob marked deleted in place under the lock, counted per
-    /// file. The keybox named is only read.
+    /// Replay `gpg --batch --yes --delete-keys FINGERPRINT…` (or `gpgsm
+    /// --batch --delete-keys` with --gpgsm) on a private copy of --onto's
+    /// store: each key searched for, and its blob marked deleted in place
+    /// under the keybox's lock, or its rows deleted in one transaction by
+    /// keyboxd, counted per file. The store named is only read.
     #[command(after_help = "More: docs/import.md in kbxscope's source.")]
     Delete(DeleteArgs),
     /// Run PROGRAM with kbxscope's interposer preloaded and measure every
@@ -491,7 +493,8 @@ pub struct ConvertArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// Files of OpenPGP public keys (binary or ASCII-armored), as
-    /// `gpg --import` reads them.
+    /// `gpg --import` reads them, or of X.509 certificates (PEM or DER), as
+    /// `gpgsm --import` reads them.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Start from a copy of this store instead of a new empty keybox: a
@@ -550,9 +553,10 @@ pub struct DeleteArgs {
     /// maintenance pass's.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<i64>,
-    /// Delete X.509 certificates as `gpgsm --batch --delete-keys` does (a
-    /// keybox only; SHA-1 fingerprints; gpgsm takes them last first and
-    /// stops at the first it cannot find).
+    /// Delete X.509 certificates as `gpgsm --batch --delete-keys` does
+    /// (from a keybox, or through keyboxd from its database; SHA-1
+    /// fingerprints; gpgsm takes them last first and stops at the first it
+    /// cannot find).
     #[arg(long)]
     pub gpgsm: bool,
     /// What the write replays share.
