@@ -71,19 +71,10 @@ pub fn clean(key: &mut IncomingKey, version: GnupgVersion) -> bool {
                 // The newest binding and the newest revocation by the key
                 // itself; older ones go.
                 for class in [0x18, 0x28] {
-                    let mut newest: Option<(usize, u32)> = None;
-                    for (i, s) in sigs.iter().enumerate().filter(|(_, s)| s.own && s.class == Some(class)) {
-                        match newest {
-                            Some((j, at)) if s.created < at => {
-                                keep[i] = false;
-                                newest = Some((j, at));
-                            }
-                            Some((j, _)) => {
-                                keep[j] = false;
-                                newest = Some((i, s.created));
-                            }
-                            None => newest = Some((i, s.created)),
-                        }
+                    let by_key = || (0..sigs.len()).filter(|&i| sigs[i].own && sigs[i].class == Some(class));
+                    // Of equal times the later one (`max_by_key` takes the last).
+                    if let Some(newest) = by_key().max_by_key(|&i| sigs[i].created) {
+                        by_key().filter(|&i| i != newest).for_each(|i| keep[i] = false);
                     }
                 }
                 if !sigs.iter().any(|s| s.own && s.class == Some(0x18)) {
@@ -108,11 +99,8 @@ pub fn clean(key: &mut IncomingKey, version: GnupgVersion) -> bool {
                 *k = false;
             }
         }
-        let mut at = 0;
-        c.sigs.retain(|_| {
-            at += 1;
-            keep[at - 1]
-        });
+        let mut kept = keep.into_iter();
+        c.sigs.retain(|_| kept.next().unwrap_or(true));
         true
     });
     key.first_user_id().is_some() || key.components.iter().any(|c| c.tag == tag::USER_ATTRIBUTE)

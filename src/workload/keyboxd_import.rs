@@ -215,9 +215,14 @@ fn user_id(server: &Server<'_>, session: Session, uids: &mut UidCache, key: &Inc
 
 /// `STORE` of `key` as gpg sends it: the keyblock a keybox blob of it holds.
 fn store_key(server: &Server<'_>, key: &IncomingKey, now: u32, mode: StoreMode) -> Result<(), ImportError> {
-    let image = blob_of(key, now)?;
-    let why = |why: String| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&key.key_id), why };
-    let Ok(Blob::Key(blob)) = parse_blob(&image) else { return Err(why("its blob does not parse".into())) };
+    store_image(server, &blob_of(key, now)?, &key.key_id, mode)
+}
+
+/// `STORE` of what the keybox blob `image` holds (a keyblock or a
+/// certificate) with keyboxd's rows for it; `id` names the key in errors.
+pub(super) fn store_image(server: &Server<'_>, image: &[u8], id: &[u8], mode: StoreMode) -> Result<(), ImportError> {
+    let why = |why: String| ImportError::Key { key_id: crate::kbx::dump::hex_upper(id), why };
+    let Ok(Blob::Key(blob)) = parse_blob(image) else { return Err(why("its blob does not parse".into())) };
     let rows = rows_of(&blob).map_err(why)?;
     server.store(blob.data(), &rows, mode)?;
     Ok(())

@@ -30,11 +30,9 @@ use super::delete::KeyDeleted;
 use super::delete_x509::delete_all;
 use super::import::ImportError;
 use super::import_x509::{import_all, CertImported, CertSummary, CertWrites, Gpgsm};
-use super::keyboxd_import::serve;
-use crate::kbx::{parse_blob, Blob};
+use super::keyboxd_import::{serve, store_image};
 use crate::keyboxd::server::{Client, Search};
 use crate::keyboxd::store::StoreMode;
-use crate::keyboxd::write::rows_of;
 use crate::x509::incoming::IncomingCert;
 use crate::x509::KeyboxdIssuers as Keyboxd;
 use crate::x509::{Cert, TrustList};
@@ -110,11 +108,9 @@ impl CertWrites<Keyboxd<'_, '_>> for KeyboxdCerts {
             Self::search(lookups, &cert.fpr)?;
             return Ok(true);
         }
-        let why = |why: String| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&cert.fpr), why };
-        let image = crate::x509::incoming::stored_blob(&cert.der, self.now).map_err(|e| why(e.to_string()))?;
-        let Ok(Blob::Key(blob)) = parse_blob(&image) else { return Err(why("its blob does not parse".into())) };
-        let rows = rows_of(&blob).map_err(why)?;
-        lookups.server().store(blob.data(), &rows, StoreMode::Insert)?;
+        let image = crate::x509::incoming::stored_blob(&cert.der, self.now)
+            .map_err(|e| ImportError::Key { key_id: crate::kbx::dump::hex_upper(&cert.fpr), why: e.to_string() })?;
+        store_image(lookups.server(), &image, &cert.fpr, StoreMode::Insert)?;
         Ok(false)
     }
 
@@ -123,10 +119,8 @@ impl CertWrites<Keyboxd<'_, '_>> for KeyboxdCerts {
             return Ok(false);
         }
         // gpgsm's handle rewound: the search again, then `DELETE`.
-        match Self::search(lookups, fpr)? {
-            Some(ubid) => lookups.server().delete(&ubid)?,
-            None => return Ok(false),
-        }
+        let Some(ubid) = Self::search(lookups, fpr)? else { return Ok(false) };
+        lookups.server().delete(&ubid)?;
         Ok(true)
     }
 }
