@@ -12,7 +12,9 @@
 //! left, so a file is either in place or gone, never half of each.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::time::Duration;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -28,6 +30,8 @@ struct Registry {
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry { temps: Vec::new(), hooks: Vec::new() });
 static WATCHER: Once = Once::new();
+/// Who waits for a signal to end a wait instead of the process.
+static WAITER: Mutex<Option<Sender<&'static str>>> = Mutex::new(None);
 
 fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
@@ -41,8 +45,12 @@ pub fn watch() {
         // and the temporary files stay behind, as before.
         let Ok(mut signals) = Signals::new([SIGINT, SIGTERM]) else { return };
         let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                interrupted(signal);
+            for signal in signals.forever() {
+                let waiter = WAITER.lock().unwrap_or_else(PoisonError::into_inner).take();
+                match waiter {
+                    Some(waiter) if waiter.send(name(signal)).is_ok() => {}
+                    _ => interrupted(signal),
+                }
             }
         });
     });
@@ -79,8 +87,32 @@ pub fn on_interrupt(hook: Hook) {
     registry().hooks.push(hook);
 }
 
+/// Wait until `limit` has passed (with `None`, forever) or SIGINT or
+/// SIGTERM comes: the first signal ends the wait instead of the process
+/// (a second one ends the process as usual). The signal's name, if one
+/// came.
+pub fn wait_for_signal(limit: Option<Duration>) -> Option<&'static str> {
+    watch();
+    let (tx, rx) = channel();
+    *WAITER.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+    let got = match limit {
+        Some(d) => rx.recv_timeout(d).ok(),
+        None => rx.recv().ok(),
+    };
+    WAITER.lock().unwrap_or_else(PoisonError::into_inner).take();
+    got
+}
+
+fn name(signal: i32) -> &'static str {
+    if signal == SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    }
+}
+
 fn interrupted(signal: i32) -> ! {
-    let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
+    let name = name(signal);
     let hooks = std::mem::take(&mut registry().hooks);
     for hook in hooks {
         hook(name);

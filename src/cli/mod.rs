@@ -11,6 +11,7 @@
 //! under the interposer), `exporter` (the metrics served, written, pushed), `trace`, `progress`, `render`.
 
 pub mod args;
+mod attach;
 mod delete;
 pub mod exporter;
 mod gnupg;

@@ -37,13 +37,15 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::args::SummaryFormat;
+use super::attach::{self, Attached};
 use super::preloaded::{alive, run_preloaded, Preloaded};
 use super::render::duration;
 use super::resolve::{RecordJob, TraceOptions};
 use kbxscope::events::{FileOp, IoStats, Origin};
+use kbxscope::record::kernel::{self, Pattern};
 use kbxscope::record::{self, Recorded};
 
 /// Run `record`.
@@ -51,7 +53,12 @@ use kbxscope::record::{self, Recorded};
 /// # Errors
 /// The interposer cannot be installed or the record directory made.
 pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOptions>) -> Result<ExitCode> {
-    let (program, args) = a.program.split_first().context("no PROGRAM given")?;
+    let events = trace.and_then(|t| t.recorded_events(record::MAX_EVENTS));
+    let mut notes = Vec::new();
+    let patterns = kernel_patterns(&a.watch, &mut notes);
+    let Some((program, args)) = a.program.split_first() else {
+        return watch_running(a, &patterns, notes, summary, events);
+    };
     let Some(exe) = resolve(program) else {
         eprintln!("kbxscope: {}: command not found", program.to_string_lossy());
         return Ok(ExitCode::from(127));
@@ -59,10 +66,41 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
     let name = program.to_string_lossy().into_owned();
     let statically = read_head(&exe).and_then(|h| record::elf::is_static(&h)).unwrap_or(false);
     let running = running_daemons(args);
-    let events = trace.and_then(|t| t.recorded_events(record::MAX_EVENTS));
+
+    // The kernel's event source, for what the interposer cannot reach.
+    let mut attached = None;
+    if statically || !running.is_empty() || !a.pids.is_empty() || !a.names.is_empty() {
+        match Attached::start(&patterns, events.is_some()) {
+            Ok(mut k) => {
+                if statically {
+                    // PROGRAM, forked from here, is watched from its first instruction.
+                    k.watch_pid(std::process::id(), attach::FOLLOW, &patterns);
+                    notes.push(format!("{name} is statically linked: recorded from the kernel (eBPF)"));
+                }
+                for (daemon, socket) in &running {
+                    notes.push(watch_daemon(&mut k, daemon, socket, &patterns));
+                }
+                watch_given(&mut k, a, &patterns, &mut notes);
+                attached = Some(k);
+            }
+            Err(why) => {
+                notes.push(format!("{why}; recording without it"));
+                if statically {
+                    notes.push(format!("{name} is statically linked: nothing can be recorded"));
+                }
+                for (daemon, socket) in &running {
+                    notes.push(format!(
+                        "{daemon} was already running ({}) before record started: its calls are not recorded \
+                         (gpgconf --kill {daemon} to include them)",
+                        socket.display()
+                    ));
+                }
+            }
+        }
+    }
     let mut cmd = Command::new(&exe);
     cmd.arg0(program).args(args);
-    let Preloaded { status, recorded, incomplete } =
+    let Preloaded { status, mut recorded, incomplete } =
         match run_preloaded(&mut cmd, &a.watch, events, a.stacks.as_ref().map(|(_, every)| *every), a.wait_daemons)? {
             Ok(r) => r,
             Err(e) => {
@@ -71,16 +109,8 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
             }
         };
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-
-    let mut notes = Vec::new();
-    if statically {
-        notes.push(format!("{name} is statically linked: nothing can be recorded"));
-    }
-    for (daemon, socket) in &running {
-        notes.push(format!(
-            "{daemon} was already running ({}) before record started: its calls are not recorded (gpgconf --kill {daemon} to include them)",
-            socket.display()
-        ));
+    if let Some(k) = attached {
+        recorded.add_kernel(k.finish());
     }
     let alive: Vec<String> =
         recorded.processes.iter().filter(|p| alive(p.pid)).map(|p| format!("{} (pid {})", p.program, p.pid)).collect();
@@ -91,6 +121,121 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
             if a.wait_daemons.is_some() { "--wait-daemons gave up" } else { "PROGRAM exited (--wait-daemons waits)" }
         ));
     }
+    if incomplete > 0 {
+        notes.push(format!("{incomplete} record file(s) were still being created and are left out"));
+    }
+    let blind = statically && recorded.processes.is_empty() && notes.iter().any(|n| n.contains("nothing can be"));
+    report(&recorded, notes, summary, events.is_some(), a.stacks.as_ref().map(|(p, _)| p.as_path()), blind)?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(255)))
+}
+
+/// `record --pid`/`--name` without PROGRAM: watch from the kernel until
+/// `--for` has passed or a signal comes, then report.
+fn watch_running(
+    a: &RecordJob,
+    patterns: &[Pattern],
+    mut notes: Vec<String>,
+    summary: Option<SummaryFormat>,
+    events: Option<u64>,
+) -> Result<ExitCode> {
+    let mut k = match Attached::start(patterns, events.is_some()) {
+        Ok(k) => k,
+        Err(why) => {
+            eprintln!("kbxscope: record: {why}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    if let Some(pid) = a.pids.iter().find(|pid| !k.watch_pid(**pid, 0, patterns)) {
+        eprintln!("kbxscope: record: no process {pid}");
+        return Ok(ExitCode::from(1));
+    }
+    watch_given(&mut k, a, patterns, &mut notes);
+    let pids = k.watched();
+    let until = a.duration.map_or_else(|| "Ctrl-C".to_string(), |d| format!("{d:?} have passed"));
+    eprintln!(
+        "kbxscope: record: attached to {} process{} ({}); recording until {until}",
+        pids.len(),
+        if pids.len() == 1 { "" } else { "es" },
+        pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    );
+    let stopped = super::interrupt::wait_for_signal(a.duration);
+    let mut recorded = Recorded::default();
+    recorded.add_kernel(k.finish());
+    if let Some(signal) = stopped {
+        notes.push(format!("{signal}: stopped; every probe detached"));
+    }
+    report(&recorded, notes, summary, events.is_some(), a.stacks.as_ref().map(|(p, _)| p.as_path()), false)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The kernel's form of the `--watch` globs; a note for those it cannot match.
+fn kernel_patterns(watch: &str, notes: &mut Vec<String>) -> Vec<Pattern> {
+    let mut out = Vec::new();
+    for glob in watch.split(':').filter(|g| !g.is_empty()) {
+        match Pattern::of_glob(glob) {
+            Some(p) if out.len() < kernel::PATTERNS => out.push(p),
+            _ => notes.push(format!(
+                "--watch {glob}: the kernel's event source matches base names and *SUFFIX only (at most {}): \
+                 not watched in processes recorded from the kernel",
+                kernel::PATTERNS
+            )),
+        }
+    }
+    out
+}
+
+/// Watch `--pid` and `--name`'s processes.
+fn watch_given(k: &mut Attached, a: &RecordJob, patterns: &[Pattern], notes: &mut Vec<String>) {
+    for pid in &a.pids {
+        if !k.watch_pid(*pid, 0, patterns) {
+            notes.push(format!("--pid {pid}: no such process"));
+        }
+    }
+    for name in &a.names {
+        for pid in attach::pids_named(name) {
+            k.watch_pid(pid, 0, patterns);
+        }
+        k.watch_comm(name);
+    }
+}
+
+/// Watch the daemon already listening at `socket`: the process holding it
+/// that runs `daemon`; if only systemd holds it (socket activation, the
+/// daemon not started yet), the daemon from its exec on. The note that
+/// says so.
+fn watch_daemon(k: &mut Attached, daemon: &str, socket: &Path, patterns: &[Pattern]) -> String {
+    let comm: String = daemon.chars().take(15).collect();
+    let pids: Vec<u32> = attach::socket_holders(socket)
+        .into_iter()
+        .filter(|pid| attach::process_info(*pid).is_some_and(|(_, c)| c == comm))
+        .collect();
+    for pid in &pids {
+        k.watch_pid(*pid, 0, patterns);
+    }
+    if pids.is_empty() {
+        k.watch_comm(daemon);
+        return format!(
+            "{daemon} listens at {} through another process (systemd): recorded from the kernel (eBPF) once it starts",
+            socket.display()
+        );
+    }
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    format!(
+        "{daemon} (pid {}) was already running ({}): recorded from the kernel (eBPF)",
+        list.join(", "),
+        socket.display()
+    )
+}
+
+/// Say what was recorded: the notes, metrics, trace events, stacks and the summary.
+fn report(
+    recorded: &Recorded,
+    mut notes: Vec<String>,
+    summary: Option<SummaryFormat>,
+    events: bool,
+    stacks: Option<&Path>,
+    blind: bool,
+) -> Result<()> {
     let l = recorded.lost;
     if l.files + l.fds > 0 {
         notes.push(format!(
@@ -101,10 +246,6 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
     if l.events > 0 {
         notes.push(format!("lost: {} per-call events beyond --trace-max-events (the counts are complete)", l.events));
     }
-    if incomplete > 0 {
-        notes.push(format!("{incomplete} record file(s) were still being created and are left out"));
-    }
-
     // With the summary, whose counts it explains (without one, record adds
     // nothing to PROGRAM's stderr but its own troubles).
     for m in recorded.maintenance_passes().into_iter().filter(|_| summary.is_some()) {
@@ -120,24 +261,24 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
             observer.observe_recorded(&Origin { pid: p.pid, tid: p.pid, program: &p.program }, &p.stats);
         }
     }
-    if events.is_some() {
+    if events {
         recorded.for_each_event(kbxscope::events::trace);
     }
-    if let Some((path, _)) = &a.stacks {
-        notes.push(write_stacks(path, &recorded)?);
+    if let Some(path) = stacks {
+        notes.push(write_stacks(path, recorded)?);
     }
     for n in &notes {
         eprintln!("kbxscope: record: {n}");
     }
     if let Some(format) = summary {
         let text = match format {
-            _ if statically => String::new(),
+            _ if blind => String::new(),
             SummaryFormat::Json => serde_json::to_string(&recorded.summary())? + "\n",
-            SummaryFormat::Text => summary_text(&recorded),
+            SummaryFormat::Text => summary_text(recorded),
         };
         io::stderr().write_all(text.as_bytes())?;
     }
-    Ok(ExitCode::from(u8::try_from(code).unwrap_or(255)))
+    Ok(())
 }
 
 /// PROGRAM as `execvp` finds it.

@@ -186,6 +186,12 @@ pub struct RecordJob {
     pub wait_daemons: Option<Duration>,
     /// `--stacks` and `--stack-every`.
     pub stacks: Option<(PathBuf, u64)>,
+    /// `--pid`: running processes watched from the kernel.
+    pub pids: Vec<u32>,
+    /// `--name`: programs whose processes are watched from the kernel.
+    pub names: Vec<String>,
+    /// `--for`: how long to watch without PROGRAM (`None`: until a signal).
+    pub duration: Option<Duration>,
 }
 
 impl Job {
@@ -350,6 +356,9 @@ fn record(a: RecordArgs) -> RecordJob {
         watch,
         wait_daemons: a.wait_daemons,
         stacks: a.stacks.map(|path| (path, a.stack_every)),
+        pids: a.pid,
+        names: a.name,
+        duration: a.for_,
     }
 }
 

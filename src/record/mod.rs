@@ -17,6 +17,7 @@
 //! the sampled call stacks. The command line runs the program and prints.
 
 pub mod elf;
+pub mod kernel;
 pub mod preload;
 pub mod profile;
 
@@ -141,6 +142,43 @@ pub struct Lost {
     pub events: u64,
 }
 
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallEvent {
+    /// Index into [`Recorded::processes`].
+    pub process: usize,
+    /// The file's path.
+    pub path: String,
+    /// The operation.
+    pub op: FileOp,
+    /// Thread id.
+    pub tid: u32,
+    /// `CLOCK_MONOTONIC` at the start, ns.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub dur_ns: u64,
+    /// The offset argument, -1 if none.
+    pub offset: i64,
+    /// The call's result (bytes for reads and writes; negative: failed).
+    pub result: i64,
+}
+
+/// What the kernel's event source counted ([`kernel`]), for
+/// [`Recorded::add_kernel`].
+#[derive(Debug, Clone, Default)]
+pub struct KernelRecording {
+    /// Its cells.
+    pub cells: Vec<kernel::Cell>,
+    /// Its per-call events.
+    pub events: Vec<kernel::Event>,
+    /// The path of each file id.
+    pub paths: BTreeMap<u32, String>,
+    /// Each process's parent and program.
+    pub programs: BTreeMap<u32, (u32, String)>,
+    /// Calls it could not count (files, descriptors) and events it lost.
+    pub lost: Lost,
+}
+
 /// Everything recorded in one run.
 #[derive(Debug, Clone, Default)]
 pub struct Recorded {
@@ -148,8 +186,8 @@ pub struct Recorded {
     pub processes: Vec<Process>,
     /// Lost counters, summed over the records.
     pub lost: Lost,
-    /// Per-call events: (index into `processes`, file path, event), by start.
-    pub events: Vec<(usize, String, kbx_record::Event)>,
+    /// Per-call events, by start.
+    pub events: Vec<CallEvent>,
     /// Sampled call stacks, per process image that has them.
     pub stacks: Vec<profile::ProcessStacks>,
 }
@@ -192,45 +230,77 @@ fn add_cell(s: &mut IoStats, op: FileOp, c: &OpStats) {
 
 impl Recorded {
     /// Sum decoded records per pid and per path.
-    pub fn from_records(mut records: Vec<Record>) -> Recorded {
-        records.sort_by_key(|r| (r.pid, r.mono_ns));
+    pub fn from_records(records: Vec<Record>) -> Recorded {
         let mut out = Recorded::default();
-        let mut index: BTreeMap<u32, usize> = BTreeMap::new();
-        for mut r in records {
-            if let Some(s) = r.stacks.take() {
-                let program = String::from_utf8_lossy(&r.program).into_owned();
-                out.stacks.push(profile::ProcessStacks { pid: r.pid, program, stacks: s });
+        out.add_records(records);
+        out
+    }
+
+    /// The index of process `pid` (made with `ppid` and `program` if new).
+    fn process(&mut self, pid: u32, ppid: u32, program: &str) -> usize {
+        if let Some(at) = self.processes.iter().position(|p| p.pid == pid) {
+            return at;
+        }
+        self.processes.push(Process {
+            pid,
+            ppid,
+            program: program.to_string(),
+            stats: IoStats::with_histograms(0),
+            files: Vec::new(),
+            calls: BTreeMap::new(),
+            images: 0,
+        });
+        self.processes.len() - 1
+    }
+
+    /// The index of `path` among process `at`'s files (made if new).
+    fn file(&mut self, at: usize, path: &str) -> usize {
+        let p = &mut self.processes[at];
+        match p.files.iter().position(|x| x.path == path) {
+            Some(i) => i,
+            None => {
+                p.files.push(FileStats { path: path.to_string(), stats: IoStats::new(0) });
+                p.files.len() - 1
             }
-            out.lost.files += r.lost_files;
-            out.lost.fds += r.lost_fds;
-            out.lost.events += r.lost_events;
+        }
+    }
+
+    /// Order processes by pid and events by start (event indices follow).
+    fn sort(&mut self) {
+        let mut order: Vec<usize> = (0..self.processes.len()).collect();
+        order.sort_by_key(|i| self.processes[*i].pid);
+        let mut new_index = vec![0; order.len()];
+        for (new, old) in order.iter().enumerate() {
+            new_index[*old] = new;
+        }
+        let mut taken: Vec<Option<Process>> = std::mem::take(&mut self.processes).into_iter().map(Some).collect();
+        self.processes = order.iter().filter_map(|i| taken[*i].take()).collect();
+        for e in &mut self.events {
+            e.process = new_index[e.process];
+        }
+        self.events.sort_by_key(|e| e.start_ns);
+    }
+
+    /// Add decoded interposer records, per pid and per path.
+    pub fn add_records(&mut self, mut records: Vec<Record>) {
+        records.sort_by_key(|r| (r.pid, r.mono_ns));
+        for mut r in records {
             let program = String::from_utf8_lossy(&r.program).into_owned();
-            let at = *index.entry(r.pid).or_insert_with(|| {
-                out.processes.push(Process {
-                    pid: r.pid,
-                    ppid: r.ppid,
-                    program: program.clone(),
-                    stats: IoStats::with_histograms(0),
-                    files: Vec::new(),
-                    calls: BTreeMap::new(),
-                    images: 0,
-                });
-                out.processes.len() - 1
-            });
-            let p = &mut out.processes[at];
-            p.program = program;
-            p.images += 1;
+            if let Some(s) = r.stacks.take() {
+                self.stacks.push(profile::ProcessStacks { pid: r.pid, program: program.clone(), stacks: s });
+            }
+            self.lost.files += r.lost_files;
+            self.lost.fds += r.lost_fds;
+            self.lost.events += r.lost_events;
+            let at = self.process(r.pid, r.ppid, &program);
+            self.processes[at].program = program;
+            self.processes[at].images += 1;
             let mut slot_paths = BTreeMap::new();
             for f in &r.files {
                 let path = String::from_utf8_lossy(&f.path).into_owned();
-                slot_paths.insert(f.slot, path.clone());
-                let fi = match p.files.iter().position(|x| x.path == path) {
-                    Some(i) => i,
-                    None => {
-                        p.files.push(FileStats { path, stats: IoStats::new(0) });
-                        p.files.len() - 1
-                    }
-                };
+                let fi = self.file(at, &path);
+                slot_paths.insert(f.slot, path);
+                let p = &mut self.processes[at];
                 for (op, c) in &f.ops {
                     *p.calls.entry(op.name()).or_default() += c.count;
                     if let Some(fop) = file_op(*op) {
@@ -245,19 +315,59 @@ impl Recorded {
                 }
             }
             for e in r.events {
-                let path = slot_paths.get(&e.slot).cloned().unwrap_or_default();
-                out.events.push((at, path, e));
+                let Some(op) = file_op(e.op) else { continue };
+                self.events.push(CallEvent {
+                    process: at,
+                    path: slot_paths.get(&e.slot).cloned().unwrap_or_default(),
+                    op,
+                    tid: e.tid,
+                    start_ns: e.start_ns,
+                    dur_ns: e.dur_ns,
+                    offset: e.offset,
+                    result: e.result,
+                });
             }
         }
-        out.events.sort_by_key(|(_, _, e)| e.start_ns);
-        out.processes.sort_by_key(|p| p.pid);
-        // Indices were taken before sorting by pid: redo them.
-        let order: BTreeMap<u32, usize> = out.processes.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
-        let by_old: BTreeMap<usize, u32> = index.iter().map(|(pid, i)| (*i, *pid)).collect();
-        for (i, _, _) in &mut out.events {
-            *i = order[&by_old[i]];
+        self.sort();
+    }
+
+    /// Add what the kernel's event source counted: its `cells`, the paths
+    /// of its file ids, each process's parent and program, its per-call
+    /// events and lost counters. A process the interposer recorded too
+    /// gets the kernel's columns beside the interposer's.
+    pub fn add_kernel(&mut self, k: KernelRecording) {
+        for c in &k.cells {
+            let (ppid, program) = k.programs.get(&c.pid).cloned().unwrap_or_default();
+            let at = self.process(c.pid, ppid, &program);
+            if self.processes[at].images == 0 {
+                self.processes[at].images = 1;
+            }
+            let path = k.paths.get(&c.file).cloned().unwrap_or_default();
+            let fi = self.file(at, &path);
+            let (name, fop) = kernel::OPS[c.op];
+            let p = &mut self.processes[at];
+            *p.calls.entry(name).or_default() += c.stats.count;
+            add_cell(&mut p.stats, fop, &c.stats);
+            add_cell(&mut p.files[fi].stats, fop, &c.stats);
         }
-        out
+        for e in &k.events {
+            let (ppid, program) = k.programs.get(&e.pid).cloned().unwrap_or_default();
+            let process = self.process(e.pid, ppid, &program);
+            self.events.push(CallEvent {
+                process,
+                path: k.paths.get(&e.file).cloned().unwrap_or_default(),
+                op: kernel::OPS[e.op].1,
+                tid: e.tid,
+                start_ns: e.start_ns,
+                dur_ns: e.dur_ns,
+                offset: e.offset,
+                result: e.result,
+            });
+        }
+        self.lost.files += k.lost.files;
+        self.lost.fds += k.lost.fds;
+        self.lost.events += k.lost.events;
+        self.sort();
     }
 
     /// The totals over every process.
@@ -271,14 +381,13 @@ impl Recorded {
 
     /// Each per-call event as a [`FileEvent`] (start on `CLOCK_MONOTONIC`).
     pub fn for_each_event(&self, mut f: impl FnMut(&FileEvent<'_>)) {
-        for (i, path, e) in &self.events {
-            let Some(op) = file_op(e.op) else { continue };
-            let p = &self.processes[*i];
+        for e in &self.events {
+            let p = &self.processes[e.process];
             let ok = e.result >= 0;
-            let bytes = matches!(op, FileOp::Read | FileOp::Write).then_some(e.result).filter(|_| ok);
+            let bytes = matches!(e.op, FileOp::Read | FileOp::Write).then_some(e.result).filter(|_| ok);
             f(&FileEvent {
-                op,
-                file: path,
+                op: e.op,
+                file: &e.path,
                 buffer_size: 0,
                 offset: u64::try_from(e.offset).ok(),
                 bytes: bytes.map(|b| b as u64),

@@ -1,0 +1,317 @@
+//! `record`'s kernel event source: the BPF program of
+//! `src/record/bpf/attach.bpf.c` loaded with aya, for processes that run
+//! already (`record --pid`, `--name`, the GnuPG daemons serving PROGRAM's
+//! home) and statically linked programs, which the interposer cannot
+//! reach.
+//!
+//! The programs are attached to raw tracepoints through links that are
+//! file descriptors of this process: they detach when [`Attached`] is
+//! dropped, when kbxscope exits, and when it is killed. Nothing is pinned.
+//! The watched processes are never stopped or signalled.
+
+use std::collections::BTreeMap;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use aya::maps::{Array, HashMap, MapData, RingBuf};
+use aya::programs::RawTracePoint;
+use aya::{Ebpf, EbpfLoader};
+
+use kbxscope::record::kernel::{
+    self, Cell, Event, Pattern, CELL_KEY_SIZE, CELL_SIZE, PATH_LEN, PATTERNS, PATTERN_SIZE,
+};
+use kbxscope::record::{KernelRecording, Lost};
+
+/// The compiled BPF program (built from `attach.bpf.c` by `.ci/bpf.sh`,
+/// which CI runs to check that this is what the source compiles to).
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../record/bpf/attach.bpf.o");
+
+/// File ids user space gives descriptors found open at attach (the kernel
+/// program counts its own from 0).
+const USER_IDS: u32 = 1 << 31;
+
+/// The four programs and the tracepoints they attach to.
+const PROGRAMS: [(&str, &str); 4] = [
+    ("sys_enter", "sys_enter"),
+    ("sys_exit", "sys_exit"),
+    ("on_fork", "sched_process_fork"),
+    ("on_exec", "sched_process_exec"),
+];
+
+/// A process's flag in the kernel's `pids`: its children are watched too.
+pub const FOLLOW: u32 = 1;
+
+/// The loaded and attached kernel program.
+pub struct Attached {
+    ebpf: Ebpf,
+    next_user_id: u32,
+    programs: BTreeMap<u32, (u32, String)>,
+    events: Option<EventReader>,
+}
+
+/// The thread that drains the ring buffer while the trace wants events.
+struct EventReader {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+    got: Arc<Mutex<Vec<Event>>>,
+}
+
+/// Why the kernel event source cannot be used, in one line: what is
+/// missing and how to get it.
+pub fn unavailable(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    let why = if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("permission") {
+        "the kernel refused (needs CAP_BPF and CAP_PERFMON, or root; a locked-down kernel refuses all)".to_string()
+    } else {
+        text
+    };
+    format!("eBPF is not available: {why}")
+}
+
+impl Attached {
+    /// Load the program for the file names `patterns` (at most
+    /// [`PATTERNS`]) and attach it; with `trace_events`, per-call events
+    /// are read from its ring buffer until [`Attached::finish`].
+    ///
+    /// # Errors
+    /// The kernel refuses the program or a map (one line: [`unavailable`]).
+    pub fn start(patterns: &[Pattern], trace_events: bool) -> Result<Attached, String> {
+        let trace = u32::from(trace_events);
+        let mut ebpf = EbpfLoader::new()
+            .override_global("trace_events", &trace, true)
+            .load(OBJECT)
+            .map_err(|e| unavailable(&e))?;
+        {
+            let mut table: Array<_, [u8; PATTERN_SIZE]> =
+                Array::try_from(ebpf.map_mut("patterns").ok_or("no patterns map")?).map_err(|e| e.to_string())?;
+            for (i, p) in patterns.iter().take(PATTERNS).enumerate() {
+                table.set(i as u32, p.value(), 0).map_err(|e| e.to_string())?;
+            }
+        }
+        for (name, tracepoint) in PROGRAMS {
+            let program: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .ok_or_else(|| format!("no program {name}"))?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+            program.load().map_err(|e| unavailable(&e))?;
+            program.attach(tracepoint).map_err(|e| unavailable(&e))?;
+        }
+        let events = if trace_events {
+            let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?).map_err(|e| e.to_string())?;
+            Some(EventReader::start(ring))
+        } else {
+            None
+        };
+        Ok(Attached { ebpf, next_user_id: USER_IDS, programs: BTreeMap::new(), events })
+    }
+
+    /// Watch process `pid` (with [`FOLLOW`], its children too), with the
+    /// watched files it has open now (from `/proc/PID/fd`). Whether it ran.
+    pub fn watch_pid(&mut self, pid: u32, flags: u32, patterns: &[Pattern]) -> bool {
+        let Some(info) = process_info(pid) else { return false };
+        self.programs.insert(pid, info);
+        if let Ok(mut pids) = HashMap::<_, u32, u32>::try_from(self.ebpf.map_mut("pids").expect("pids map")) {
+            let _ = pids.insert(pid, flags, 0);
+        }
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+        for entry in dir.flatten() {
+            let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            let Ok(target) = std::fs::read_link(entry.path()) else { continue };
+            let bytes = target.as_os_str().as_encoded_bytes();
+            if patterns.iter().any(|p| p.matches(bytes)) {
+                self.open_before(pid, fd, bytes);
+            }
+        }
+        true
+    }
+
+    /// A watched file process `pid` had open on `fd` before the attach.
+    fn open_before(&mut self, pid: u32, fd: i32, path: &[u8]) {
+        let Some(key) = kernel::key_of_path(path) else { return };
+        let Ok(mut paths) = HashMap::<_, [u8; PATH_LEN], u32>::try_from(self.ebpf.map_mut("paths").expect("paths map"))
+        else {
+            return;
+        };
+        let id = match paths.get(&key, 0) {
+            Ok(id) => id,
+            Err(_) => {
+                let id = self.next_user_id;
+                self.next_user_id += 1;
+                if paths.insert(key, id, 0).is_err() {
+                    return;
+                }
+                id
+            }
+        };
+        let mut fd_key = [0u8; 8];
+        fd_key[..4].copy_from_slice(&pid.to_ne_bytes());
+        fd_key[4..].copy_from_slice(&fd.to_ne_bytes());
+        if let Ok(mut fds) = HashMap::<_, [u8; 8], u32>::try_from(self.ebpf.map_mut("fds").expect("fds map")) {
+            let _ = fds.insert(fd_key, id, 0);
+        }
+    }
+
+    /// Watch every process that runs program `comm` (its first 15 bytes,
+    /// as the kernel keeps it) from its exec on.
+    pub fn watch_comm(&mut self, comm: &str) {
+        let mut key = [0u8; kernel::NAME_LEN];
+        let b = comm.as_bytes();
+        let n = b.len().min(15);
+        key[..n].copy_from_slice(&b[..n]);
+        if let Ok(mut comms) =
+            HashMap::<_, [u8; kernel::NAME_LEN], u32>::try_from(self.ebpf.map_mut("comms").expect("comms map"))
+        {
+            let _ = comms.insert(key, 0, 0);
+        }
+    }
+
+    /// The processes watched now (those the kernel added on fork or exec too).
+    pub fn watched(&self) -> Vec<u32> {
+        HashMap::<_, u32, u32>::try_from(self.ebpf.map("pids").expect("pids map"))
+            .map(|m| m.keys().flatten().collect())
+            .unwrap_or_default()
+    }
+
+    /// Name a process the kernel added (fork, exec) while it still runs.
+    pub fn note_programs(&mut self) {
+        for pid in self.watched() {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.programs.entry(pid) {
+                if let Some(info) = process_info(pid) {
+                    e.insert(info);
+                }
+            }
+        }
+    }
+
+    /// Detach and read what was counted.
+    pub fn finish(mut self) -> KernelRecording {
+        // The links go first: nothing is counted while the maps are read.
+        for (name, _) in PROGRAMS {
+            let program: Option<&mut RawTracePoint> = self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
+            if let Some(p) = program {
+                let _ = p.unload();
+            }
+        }
+        self.note_programs();
+        let mut out = KernelRecording::default();
+        if let Some(reader) = self.events.take() {
+            out.events = reader.finish();
+        }
+        if let Ok(cells) =
+            HashMap::<_, [u8; CELL_KEY_SIZE], [u8; CELL_SIZE]>::try_from(self.ebpf.map("cells").expect("cells map"))
+        {
+            out.cells = cells.iter().flatten().filter_map(|(k, v)| Cell::decode(&k, &v)).collect();
+        }
+        if let Ok(paths) = HashMap::<_, [u8; PATH_LEN], u32>::try_from(self.ebpf.map("paths").expect("paths map")) {
+            out.paths = paths.iter().flatten().map(|(k, id)| (id, kernel::path_of_key(&k))).collect();
+        }
+        if let Ok(lost) = Array::<_, u64>::try_from(self.ebpf.map("lost").expect("lost map")) {
+            let at = |i: u32| lost.get(&i, 0).unwrap_or(0);
+            out.lost = Lost {
+                files: at(kernel::lost::FILES) + at(kernel::lost::CELLS),
+                fds: at(kernel::lost::FDS),
+                events: at(kernel::lost::EVENTS),
+            };
+        }
+        for c in &out.cells {
+            let info = self.programs.get(&c.pid).cloned().unwrap_or_else(|| (0, format!("pid {}", c.pid)));
+            out.programs.entry(c.pid).or_insert(info);
+        }
+        out
+    }
+}
+
+impl EventReader {
+    fn start(mut ring: RingBuf<MapData>) -> EventReader {
+        let stop = Arc::new(AtomicBool::new(false));
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let (s, g) = (Arc::clone(&stop), Arc::clone(&got));
+        let thread = std::thread::spawn(move || loop {
+            let done = s.load(Ordering::Acquire);
+            let mut batch = Vec::new();
+            while let Some(item) = ring.next() {
+                if let Some(e) = Event::decode(&item) {
+                    batch.push(e);
+                }
+            }
+            g.lock().unwrap_or_else(PoisonError::into_inner).extend(batch);
+            if done {
+                break;
+            }
+            let fd = ring.as_fd();
+            let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+            let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+            let _ = rustix::event::poll(&mut fds, Some(&timeout));
+        });
+        EventReader { stop, thread, got }
+    }
+
+    fn finish(self) -> Vec<Event> {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.thread.join();
+        std::mem::take(&mut *self.got.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// A process's parent and program name (its `comm`), if it runs.
+pub fn process_info(pid: u32) -> Option<(u32, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = stat.rsplit_once(") ")?;
+    let comm = head.split_once(" (")?.1.to_string();
+    let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+    Some((ppid, comm))
+}
+
+/// The processes running program `comm` (as `/proc/PID/comm` names it).
+pub fn pids_named(comm: &str) -> Vec<u32> {
+    let want: String = comm.chars().take(15).collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut out: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end_matches('\n') == want)
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The processes that hold the listening Unix socket bound at `socket`:
+/// its inode from `/proc/net/unix`, then every `/proc/PID/fd` that links
+/// to `socket:[INODE]` (systemd's socket units included, so callers filter
+/// by program).
+pub fn socket_holders(socket: &Path) -> Vec<u32> {
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else { return Vec::new() };
+    let want = socket.as_os_str().to_string_lossy();
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols.len() >= 8 && cols[7] == want).then(|| cols[6].to_string())
+        })
+        .collect();
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let links: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut out: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.flatten().any(|f| {
+                    std::fs::read_link(f.path()).is_ok_and(|t| links.iter().any(|l| t.as_os_str() == l.as_str()))
+                })
+            })
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
