@@ -8,6 +8,7 @@
 
 mod common;
 
+mod attach;
 mod bad_input;
 mod corruption;
 mod dashboard;
@@ -39,6 +40,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args = libtest_mimic::Arguments::from_args();
     let tests = [
+        attach::TESTS,
         bad_input::TESTS,
         corruption::TESTS,
         dashboard::TESTS,

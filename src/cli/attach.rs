@@ -61,12 +61,20 @@ struct EventReader {
 
 /// Why the kernel event source cannot be used, in one line: what is
 /// missing and how to get it.
-pub fn unavailable(e: &dyn std::fmt::Display) -> String {
-    let text = e.to_string();
-    let why = if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("permission") {
-        "the kernel refused (needs CAP_BPF and CAP_PERFMON, or root; a locked-down kernel refuses all)".to_string()
+pub fn unavailable(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut denied = false;
+    let mut at = Some(e);
+    while let Some(err) = at {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            denied |= io.kind() == std::io::ErrorKind::PermissionDenied
+                || matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES));
+        }
+        at = err.source();
+    }
+    let why = if denied {
+        "the kernel refused (it needs CAP_BPF and CAP_PERFMON, or root, and a kernel not locked down)".to_string()
     } else {
-        text
+        e.to_string()
     };
     format!("eBPF is not available: {why}")
 }
@@ -216,6 +224,13 @@ impl Attached {
                 fds: at(kernel::lost::FDS),
                 events: at(kernel::lost::EVENTS),
             };
+        }
+        // The kernel's names (from fork and exec) are the latest.
+        if let Ok(procs) = HashMap::<_, u32, [u8; 24]>::try_from(self.ebpf.map("procs").expect("procs map")) {
+            for (pid, p) in procs.iter().flatten() {
+                let ppid = u32::from_ne_bytes([p[0], p[1], p[2], p[3]]);
+                self.programs.insert(pid, (ppid, kernel::path_of_key(&p[8..])));
+            }
         }
         for c in &out.cells {
             let info = self.programs.get(&c.pid).cloned().unwrap_or_else(|| (0, format!("pid {}", c.pid)));

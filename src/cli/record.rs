@@ -109,11 +109,13 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
             }
         };
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    // The processes PROGRAM left running (those recorded from the kernel
+    // were watched, not started).
+    let alive: Vec<String> =
+        recorded.processes.iter().filter(|p| alive(p.pid)).map(|p| format!("{} (pid {})", p.program, p.pid)).collect();
     if let Some(k) = attached {
         recorded.add_kernel(k.finish());
     }
-    let alive: Vec<String> =
-        recorded.processes.iter().filter(|p| alive(p.pid)).map(|p| format!("{} (pid {})", p.program, p.pid)).collect();
     if !alive.is_empty() {
         notes.push(format!(
             "still running when recorded: {}; counted until {}",

@@ -136,6 +136,21 @@ struct {
 	__type(value, struct pattern);
 } patterns SEC(".maps");
 
+// Each watched process's parent and program, from its fork or exec (a
+// process that has exited is still named).
+struct proc {
+	__u32 ppid;
+	__u32 pad;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct proc);
+} procs SEC(".maps");
+
 // Programs whose processes are watched from their exec on (by comm).
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -582,6 +597,9 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	__u32 f = *flags;
 	bpf_map_update_elem(&pids, &ctgid, &f, BPF_ANY);
+	struct proc p = { .ppid = ptgid };
+	bpf_get_current_comm(p.comm, sizeof(p.comm));
+	bpf_map_update_elem(&procs, &ctgid, &p, BPF_ANY);
 	return 0;
 }
 
@@ -590,11 +608,17 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct name_key n = {};
 	bpf_get_current_comm(n.name, 16);
-	__u32 *want = bpf_map_lookup_elem(&comms, &n);
-	if (!want)
-		return 0;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u32 f = *want;
-	bpf_map_update_elem(&pids, &tgid, &f, BPF_ANY);
+	__u32 *want = bpf_map_lookup_elem(&comms, &n);
+	if (want) {
+		__u32 f = *want;
+		bpf_map_update_elem(&pids, &tgid, &f, BPF_ANY);
+	} else if (!watched(tgid)) {
+		return 0;
+	}
+	struct task_struct *task = (struct task_struct *)ctx->args[0];
+	struct proc p = { .ppid = BPF_CORE_READ(task, real_parent, tgid) };
+	__builtin_memcpy(p.comm, n.name, sizeof(p.comm));
+	bpf_map_update_elem(&procs, &tgid, &p, BPF_ANY);
 	return 0;
 }

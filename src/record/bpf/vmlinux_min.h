@@ -18,6 +18,7 @@ struct pt_regs {
 struct task_struct {
 	int pid;
 	int tgid;
+	struct task_struct *real_parent;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -1,0 +1,355 @@
+//! `record`'s kernel event source (eBPF) against `strace`: a process that
+//! opened the keybox before the attach (`record --pid`, stopped with
+//! Ctrl-C and with SIGKILL, every program and link gone after), a
+//! statically linked program, gpg-agent already running (GnuPG 2.2), and
+//! keyboxd already running (GnuPG 2.4.7 in the Debian 13 chroot, where
+//! present); an unprivileged run gets one line and the preload path. Each
+//! comparison is against `strace -f -y -p` (or `-f`) on an identical second
+//! run. Synchronised by the processes' own output, never by time.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+use crate::common::{bin, fixture, stderr, stdout, tool, under_ci, Killed};
+
+#[path = "../crates/kbx-preload/tests/common/strace_log.rs"]
+mod strace_log;
+use strace_log::Counts;
+
+/// Whether this machine lets kbxscope load BPF programs; if not, the test
+/// says SKIPPED (and fails under CI).
+fn bpf_allowed(test: &str) -> bool {
+    let o = bin().args(["record", "--pid", &std::process::id().to_string(), "--for", "0s"]).output().unwrap();
+    if o.status.success() {
+        return true;
+    }
+    let why = stderr(&o);
+    assert!(!under_ci(), "{test}: eBPF is required under CI=true: {why}");
+    eprintln!("SKIPPED {test}: {}", why.trim());
+    false
+}
+
+/// strace's system call as record's operation name (fcntl's locks and
+/// dups apart).
+fn strace_op(sys: &str, args: &str) -> Option<&'static str> {
+    Some(match sys {
+        "open" | "openat" | "creat" => "open",
+        "close" => "close",
+        "read" | "pread64" | "readv" | "preadv" | "preadv2" => "read",
+        "write" | "pwrite64" | "writev" | "pwritev" => "write",
+        "lseek" => "seek",
+        "newfstatat" | "fstat" | "stat" | "lstat" | "statx" => "stat",
+        "access" | "faccessat" | "faccessat2" => "access",
+        "mmap" => "mmap",
+        "dup" | "dup2" | "dup3" => "dup",
+        "fcntl" if args.contains("F_DUPFD") => "dup",
+        "fcntl" if args.contains("LK") => "lock",
+        "ftruncate" => "truncate",
+        "fsync" | "fdatasync" => "sync",
+        "rename" | "renameat" | "renameat2" => "rename",
+        "unlink" | "unlinkat" => "unlink",
+        "link" | "linkat" => "link",
+        _ => return None,
+    })
+}
+
+/// The non-zero events of one summary object (`total` left out).
+fn counts(v: &serde_json::Value) -> Counts {
+    v["events"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, n)| *k != "total" && n.as_u64() != Some(0))
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+/// The record summary: the one JSON line on stderr with `processes`.
+fn summary(err: &str) -> serde_json::Value {
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(lines.len(), 1, "one JSON line: {err}");
+    serde_json::from_str(lines[0]).expect("JSON")
+}
+
+/// Per process of the summary (by pid), the counts on files ending with `name`.
+fn per_process(v: &serde_json::Value, name: &str) -> BTreeMap<u64, Counts> {
+    let mut out = BTreeMap::new();
+    for p in v["processes"].as_array().unwrap() {
+        let mut c = Counts::new();
+        for f in p["files"].as_array().unwrap().iter().filter(|f| f["path"].as_str().unwrap().ends_with(name)) {
+            for (k, n) in counts(f) {
+                *c.entry(k).or_default() += n;
+            }
+        }
+        if !c.is_empty() {
+            out.insert(p["pid"].as_u64().unwrap(), c);
+        }
+    }
+    out
+}
+
+/// A C program that opens the keybox, says `ready`, then for each line on
+/// stdin reads it the ways GnuPG does (and dup, stat, access, a second
+/// open) and says `done`.
+const WORKER: &str = r#"#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char b[8192], line[64]; struct stat st; long r;
+    int fd = open(argv[1], O_RDONLY);
+    if (fd < 0) return 1;
+    printf("ready\n"); fflush(stdout);
+    while (fgets(line, sizeof line, stdin)) {
+        lseek(fd, 0, SEEK_SET);
+        while ((r = read(fd, b, sizeof b)) > 0) {}
+        fstat(fd, &st);
+        r = pread(fd, b, 100, 4096);
+        int d = dup(fd); close(d);
+        int g = open(argv[1], O_RDONLY); r = read(g, b, 512); close(g);
+        stat(argv[1], &st); access(argv[1], R_OK);
+        printf("done\n"); fflush(stdout);
+    }
+    return 0;
+}
+"#;
+
+/// Compile `source` (with `flags`) into `dir`; `None` (said) if cc cannot.
+fn compile(dir: &Path, source: &str, flags: &[&str], test: &str) -> Option<PathBuf> {
+    let src = dir.join("p.c");
+    std::fs::write(&src, source).unwrap();
+    let exe = dir.join("p");
+    let o = Command::new("cc").args(flags).args(["-O", "-o"]).arg(&exe).arg(&src).output().unwrap();
+    if !o.status.success() {
+        assert!(!under_ci(), "{test}: cc {flags:?} failed: {}", stderr(&o));
+        crate::common::skip_part(test, &format!("cc {flags:?} failed"));
+        return None;
+    }
+    Some(exe)
+}
+
+/// A running worker: its stdin and stdout.
+struct Worker {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn start(exe: &Path, kbx: &Path) -> Worker {
+        let mut child =
+            Command::new(exe).arg(kbx).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("run worker");
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let mut w = Worker { child, out };
+        w.expect("ready");
+        w
+    }
+
+    fn expect(&mut self, what: &str) {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), what);
+    }
+
+    /// One round of the workload.
+    fn round(&mut self) {
+        self.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        self.expect("done");
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `cmd` with stderr piped and read its stderr until a line
+/// containing `ready`; the child and the lines read.
+fn start_until(mut cmd: Command, ready: &str) -> (Child, BufReader<std::process::ChildStderr>, String) {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("start");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("ended before '{ready}': {seen}");
+        }
+        seen.push_str(&line);
+        if line.contains(ready) {
+            return (child, err, seen);
+        }
+    }
+}
+
+/// The BPF programs and links process `pid` holds, from its descriptors'
+/// fdinfo (`prog_id`, `link_id`).
+fn bpf_objects_of(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
+        let info = std::fs::read_to_string(fd.path()).unwrap_or_default();
+        for (key, kind) in [("prog_id:", "prog"), ("link_id:", "link")] {
+            if let Some(id) = info.lines().find_map(|l| l.strip_prefix(key)) {
+                out.push(format!("{kind} {}", id.trim()));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether BPF object `what` ("prog ID" or "link ID") still exists.
+fn bpf_object_exists(what: &str) -> bool {
+    let (kind, id) = what.split_once(' ').unwrap();
+    Command::new("bpftool").args([kind, "show", "id", id]).output().unwrap().status.success()
+}
+
+/// Whether every object of `held` is gone. The kernel frees a program or
+/// link after an RCU grace period once its last descriptor is closed, and
+/// says so by no event: asked again every 20 ms, for at most 10 s.
+fn all_gone(held: &[String]) -> bool {
+    for _ in 0..500 {
+        if held.iter().all(|h| !bpf_object_exists(h)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// `strace -f -y -p PID` around `during`; the log's counts on `name`.
+fn strace_attached(pid: u32, name: &str, during: impl FnOnce()) -> Vec<Counts> {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-y", "-o", log.to_str().unwrap(), "-p", &pid.to_string()]);
+    let (strace, _, _) = start_until(cmd, "attached");
+    let mut strace = Killed(strace);
+    during();
+    Command::new("kill").args(["-INT", &strace.0.id().to_string()]).status().unwrap();
+    strace.0.wait().unwrap();
+    strace_log::count(&std::fs::read_to_string(&log).unwrap(), name, strace_op)
+}
+
+/// `record --pid` on a process that opened the keybox before the attach:
+/// per operation the counts of one round equal `strace -p`'s on the next;
+/// stopped with Ctrl-C (a report) and with SIGKILL, the programs and links
+/// it held are gone.
+fn record_pid_equals_strace_and_detaches() {
+    if !bpf_allowed("attach::record_pid_equals_strace_and_detaches") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), WORKER, &[], "attach::record_pid_equals_strace_and_detaches") else { return };
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let mut w = Worker::start(&exe, &kbx);
+    let pid = w.child.id();
+
+    let mut cmd = bin();
+    cmd.args(["--io-summary=json", "record", "--pid", &pid.to_string()]);
+    let (rec, mut err, _) = start_until(cmd, "attached to 1 process");
+    let mut rec = Killed(rec);
+    let held = bpf_objects_of(rec.0.id());
+    assert!(held.len() >= 8, "four programs and four links: {held:?}");
+    w.round();
+    Command::new("kill").args(["-INT", &rec.0.id().to_string()]).status().unwrap();
+    let status = rec.0.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(status.success(), "{rest}");
+    assert!(rest.contains("SIGINT: stopped; every probe detached"), "{rest}");
+    let ours = per_process(&summary(&rest), "pubring.kbx");
+    assert!(all_gone(&held), "detached after Ctrl-C: {held:?}");
+
+    let theirs = strace_attached(pid, "pubring.kbx", || w.round());
+    eprintln!("record --pid: {ours:?}\nstrace -p: {theirs:?}");
+    assert_eq!(ours.keys().copied().collect::<Vec<_>>(), [pid as u64]);
+    assert_eq!(ours.into_values().collect::<Vec<_>>(), theirs, "record --pid and strace -p differ");
+
+    // SIGKILL: the kernel drops the programs and links with the process.
+    let mut cmd = bin();
+    cmd.args(["record", "--pid", &pid.to_string()]);
+    let (rec, _, _) = start_until(cmd, "attached to 1 process");
+    let mut rec = Killed(rec);
+    let held = bpf_objects_of(rec.0.id());
+    assert!(!held.is_empty());
+    rec.0.kill().unwrap();
+    rec.0.wait().unwrap();
+    assert!(all_gone(&held), "detached after SIGKILL: {held:?}");
+    w.round();
+}
+
+/// A statically linked program (which the interposer cannot reach) is
+/// recorded from the kernel: per operation equal to `strace -f`.
+fn static_program_equals_strace() {
+    if !bpf_allowed("attach::static_program_equals_strace") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let one_round = WORKER.replace("while (fgets(line, sizeof line, stdin))", "for (int once = 0; once < 1; once++)");
+    let Some(exe) = compile(dir.path(), &one_round, &["-static"], "attach::static_program_equals_strace") else {
+        return;
+    };
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let (e, k) = (exe.to_str().unwrap(), kbx.to_str().unwrap());
+    let o = bin().args(["--io-summary=json", "record", "--", e, k]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "ready\ndone\n", "the program's output passes through");
+    let err = stderr(&o);
+    assert!(err.contains("is statically linked: recorded from the kernel (eBPF)"), "{err}");
+    let v = summary(&err);
+    assert_eq!(v["processes"][0]["program"], "p", "named from its exec");
+    let ours: Vec<Counts> = per_process(&v, "pubring.kbx").into_values().collect();
+
+    let log = dir.path().join("log");
+    let s = Command::new("strace").args(["-f", "-y", "-qq", "-o", log.to_str().unwrap(), e, k]).output().unwrap();
+    assert!(s.status.success(), "{}", stderr(&s));
+    let theirs = strace_log::count(&std::fs::read_to_string(&log).unwrap(), "pubring.kbx", strace_op);
+    eprintln!("record: {ours:?}\nstrace: {theirs:?}");
+    assert_eq!(ours, theirs, "record of a static program and strace -f differ");
+}
+
+/// Without CAP_BPF and CAP_PERFMON (setpriv drops every capability):
+/// `record --pid` fails in one line; `record -- PROGRAM` says in one line
+/// what is missing and records through the interposer as before.
+fn unprivileged_gets_one_line_and_the_preload_path() {
+    let Some(setpriv) = tool("setpriv", "attach::unprivileged_gets_one_line_and_the_preload_path") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let drop_all = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"];
+    let me = env!("CARGO_BIN_EXE_kbxscope");
+    let o = Command::new(&setpriv)
+        .args(drop_all)
+        .args([me, "record", "--pid", &std::process::id().to_string(), "--for", "0s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("kbxscope: record: eBPF is not available: ") && err.contains("CAP_BPF"), "{err}");
+
+    let o = Command::new(&setpriv)
+        .args(drop_all)
+        .args([me, "--io-summary=json", "record", "--name", "no-such-program", "--", "cat", kbx.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("eBPF is not available")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].ends_with("recording without it"), "{err}");
+    assert_eq!(summary(&err)["processes"][0]["program"], "cat", "the interposer recorded cat");
+}
+
+crate::tests![
+    record_pid_equals_strace_and_detaches needs ["cc", "strace", "bpftool", "kill"],
+    static_program_equals_strace needs ["cc", "strace"],
+    unprivileged_gets_one_line_and_the_preload_path needs ["cat"],
+];
