@@ -14,9 +14,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use crate::common::{bin, fixture, stderr, stdout, tool, under_ci, Killed};
 
-#[path = "../crates/kbx-preload/tests/common/strace_log.rs"]
-mod strace_log;
-use strace_log::Counts;
+use crate::record::strace_log::{self, Counts};
 
 /// Whether this machine lets kbxscope load BPF programs; if not, the test
 /// says SKIPPED (and fails under CI).
@@ -168,10 +166,11 @@ impl Drop for Worker {
 }
 
 /// Start `cmd` with stderr piped and read its stderr until a line
-/// containing `ready`; the child and the lines read.
-fn start_until(mut cmd: Command, ready: &str) -> (Child, BufReader<std::process::ChildStderr>, String) {
-    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("start");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
+/// containing `ready`; the child (killed if the test fails) and the lines
+/// read.
+fn start_until(mut cmd: Command, ready: &str) -> (Killed, BufReader<std::process::ChildStderr>, String) {
+    let mut child = Killed(cmd.stderr(Stdio::piped()).spawn().expect("start"));
+    let mut err = BufReader::new(child.0.stderr.take().unwrap());
     let mut seen = String::new();
     loop {
         let mut line = String::new();
@@ -227,8 +226,7 @@ fn strace_attached(pid: u32, name: &str, during: impl FnOnce()) -> Vec<Counts> {
     let log = dir.path().join("log");
     let mut cmd = Command::new("strace");
     cmd.args(["-f", "-y", "-o", log.to_str().unwrap(), "-p", &pid.to_string()]);
-    let (strace, _, _) = start_until(cmd, "attached");
-    let mut strace = Killed(strace);
+    let (mut strace, _, _) = start_until(cmd, "attached");
     during();
     Command::new("kill").args(["-INT", &strace.0.id().to_string()]).status().unwrap();
     strace.0.wait().unwrap();
@@ -252,8 +250,7 @@ fn record_pid_equals_strace_and_detaches() {
 
     let mut cmd = bin();
     cmd.args(["--io-summary=json", "record", "--pid", &pid.to_string()]);
-    let (rec, mut err, _) = start_until(cmd, "attached to 1 process");
-    let mut rec = Killed(rec);
+    let (mut rec, mut err, _) = start_until(cmd, "attached to 1 process");
     let held = bpf_objects_of(rec.0.id());
     assert!(held.len() >= 8, "four programs and four links: {held:?}");
     w.round();
@@ -274,8 +271,7 @@ fn record_pid_equals_strace_and_detaches() {
     // SIGKILL: the kernel drops the programs and links with the process.
     let mut cmd = bin();
     cmd.args(["record", "--pid", &pid.to_string()]);
-    let (rec, _, _) = start_until(cmd, "attached to 1 process");
-    let mut rec = Killed(rec);
+    let (mut rec, _, _) = start_until(cmd, "attached to 1 process");
     let held = bpf_objects_of(rec.0.id());
     assert!(!held.is_empty());
     rec.0.kill().unwrap();

@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use crate::common::{bin, fixture, stderr, stdout, stop_gnupg_daemons};
 
 #[path = "../crates/kbx-preload/tests/common/strace_log.rs"]
-mod strace_log;
+pub mod strace_log;
 use strace_log::Counts;
 
 /// A fresh GNUPGHOME holding gnupg-mixed.kbx as pubring.kbx (gpg has made
