@@ -226,7 +226,8 @@ fn strace_attached(pid: u32, name: &str, during: impl FnOnce()) -> Vec<Counts> {
     let log = dir.path().join("log");
     let mut cmd = Command::new("strace");
     cmd.args(["-f", "-y", "-o", log.to_str().unwrap(), "-p", &pid.to_string()]);
-    let (mut strace, _, _) = start_until(cmd, "attached");
+    // Its stderr stays open: it says "attached" again for every new thread.
+    let (mut strace, _stderr, _) = start_until(cmd, "attached");
     during();
     Command::new("kill").args(["-INT", &strace.0.id().to_string()]).status().unwrap();
     strace.0.wait().unwrap();
@@ -271,7 +272,7 @@ fn record_pid_equals_strace_and_detaches() {
     // SIGKILL: the kernel drops the programs and links with the process.
     let mut cmd = bin();
     cmd.args(["record", "--pid", &pid.to_string()]);
-    let (mut rec, _, _) = start_until(cmd, "attached to 1 process");
+    let (mut rec, _stderr, _) = start_until(cmd, "attached to 1 process");
     let held = bpf_objects_of(rec.0.id());
     assert!(!held.is_empty());
     rec.0.kill().unwrap();
@@ -344,8 +345,127 @@ fn unprivileged_gets_one_line_and_the_preload_path() {
     assert_eq!(summary(&err)["processes"][0]["program"], "cat", "the interposer recorded cat");
 }
 
+/// The threads of process `pid` now.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
+}
+
+/// A shell loop that returns once daemon `pid` is back to `idle` threads:
+/// its thread for the last connection has done all it does (keyboxd
+/// releases its database lock after the client has gone). Asked every
+/// 10 ms: the kernel says it by no event.
+fn until_idle(pid: u32, idle: usize) -> String {
+    format!("while [ $(ls /proc/{pid}/task | wc -l) -gt {idle} ]; do sleep 0.01; done")
+}
+
+/// A GnuPG daemon's counts per operation on `name`: in `record`'s summary
+/// of `gnupg` (run by `record -- sh -c 'GNUPG; wait until the daemon is
+/// idle'`, the daemon's home in `GNUPGHOME`), and in `strace -f -y -p`'s
+/// log of an identical second run.
+fn daemon_against_strace(
+    in_root: &dyn Fn(&[&str]) -> std::process::Output,
+    me: &str,
+    gnupg: &str,
+    daemon: u32,
+    name: &str,
+) -> (Counts, Vec<Counts>, String) {
+    let idle = threads(daemon);
+    let script = format!("{gnupg} >/dev/null 2>&1; {}", until_idle(daemon, idle));
+    let o = in_root(&[me, "--io-summary=json", "record", "--", "sh", "-c", &script]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let mut ours = per_process(&summary(&err), name);
+    let ours = ours.remove(&(daemon as u64)).unwrap_or_default();
+    let theirs = strace_attached(daemon, name, || {
+        let o = in_root(&["sh", "-c", &script]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    });
+    (ours, theirs, err)
+}
+
+/// gpg-agent (GnuPG 2.2) started before `record -- gpg -K`: its calls on
+/// the secret key files (`--watch '*.key'`) are recorded from the kernel
+/// and equal `strace -p`'s on a second `gpg -K`.
+fn running_gpg_agent_equals_strace() {
+    if !bpf_allowed("attach::running_gpg_agent_equals_strace") {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_str().unwrap();
+    let gpg = |args: &[&str]| Command::new("gpg").args(["--homedir", h, "--batch"]).args(args).output().unwrap();
+    let o = gpg(&["--passphrase", "", "--quick-gen-key", "attach@example.org", "ed25519", "sign"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Command::new("gpg-connect-agent").args(["--homedir", h, "/bye"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let agent = crate::common::daemon_pid(home.path(), "gpg-agent");
+    gpg(&["-K"]);
+    let run = |args: &[&str]| {
+        let (program, rest) = args.split_first().unwrap();
+        let mut c = Command::new(program);
+        if *program == env!("CARGO_BIN_EXE_kbxscope") {
+            // The key files, not the keybox.
+            c.args(&rest[..2]).args(["--watch", "*.key"]).args(&rest[2..]);
+        } else {
+            c.args(rest);
+        }
+        c.env("GNUPGHOME", h).output().unwrap()
+    };
+    let (ours, theirs, err) =
+        daemon_against_strace(&run, env!("CARGO_BIN_EXE_kbxscope"), "gpg --batch -K", agent, ".key");
+    crate::common::stop_gnupg_daemons(home.path());
+    assert!(err.contains(&format!("gpg-agent (pid {agent}) was already running")), "{err}");
+    eprintln!("record: {ours:?}\nstrace -p: {theirs:?}");
+    assert!(ours.get("read").copied().unwrap_or(0) > 0, "{ours:?}");
+    assert_eq!(vec![ours], theirs, "gpg-agent: record and strace -p differ");
+}
+
+/// keyboxd (GnuPG 2.4.7, the Debian 13 chroot `KBXSCOPE_GNUPG24_CHROOT`,
+/// optional) started before `record -- gpg --check-sigs` on a keyboxd
+/// home, as systemd starts it: kbxscope run inside the chroot finds it
+/// through its socket and records its reads of pubring.db, equal to
+/// `strace -p` on an identical second run (both after a first that warmed
+/// keyboxd's page cache).
+fn running_keyboxd_equals_strace() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
+        eprintln!("SKIPPED running_keyboxd_equals_strace: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return;
+    };
+    if !bpf_allowed("attach::running_keyboxd_equals_strace") {
+        return;
+    }
+    assert!(chroot.join("proc/self/stat").exists(), "{}/proc is not mounted", chroot.display());
+    // The loader relocates against the kernel's BTF: /sys inside the chroot.
+    if !chroot.join("sys/kernel/btf/vmlinux").exists() {
+        let o = Command::new("mount").args(["-t", "sysfs", "sysfs"]).arg(chroot.join("sys")).output().unwrap();
+        assert!(o.status.success(), "mount sysfs in the chroot: {}", stderr(&o));
+    }
+    let inner = format!("/tmp/kbxscope-attach-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let home = outer.join("home");
+    std::fs::create_dir_all(home.join("public-keys.d")).unwrap();
+    std::fs::copy(fixture("keyboxd/gnupg-mixed.db"), home.join("public-keys.d/pubring.db")).unwrap();
+    std::fs::write(home.join("common.conf"), "use-keyboxd\n").unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_kbxscope"), outer.join("kbxscope")).unwrap();
+    let h = format!("{inner}/home");
+    let in_chroot =
+        |args: &[&str]| Command::new("chroot").arg(&chroot).args(args).env("GNUPGHOME", &h).output().unwrap();
+    let check_sigs = "gpg --batch --check-sigs";
+    assert!(in_chroot(&["sh", "-c", check_sigs]).status.success(), "the first run starts keyboxd");
+    let keyboxd = crate::common::daemon_pid(&home, "keyboxd");
+    let me = format!("{inner}/kbxscope");
+    let (ours, theirs, err) = daemon_against_strace(&in_chroot, &me, check_sigs, keyboxd, "pubring.db");
+    in_chroot(&["gpgconf", "--kill", "all"]);
+    std::fs::remove_dir_all(&outer).unwrap();
+    assert!(err.contains(&format!("keyboxd (pid {keyboxd}) was already running")), "{err}");
+    eprintln!("record: {ours:?}\nstrace -p: {theirs:?}");
+    assert!(ours.get("read").copied().unwrap_or(0) > 100, "{ours:?}");
+    assert_eq!(vec![ours], theirs, "keyboxd: record and strace -p differ");
+}
+
 crate::tests![
     record_pid_equals_strace_and_detaches needs ["cc", "strace", "bpftool", "kill"],
     static_program_equals_strace needs ["cc", "strace"],
     unprivileged_gets_one_line_and_the_preload_path needs ["cat"],
+    running_gpg_agent_equals_strace needs ["gpg", "gpg-connect-agent", "gpgconf", "strace", "kill"],
+    running_keyboxd_equals_strace needs ["chroot", "strace", "kill"],
 ];

@@ -349,3 +349,22 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// The pid of GnuPG daemon `program` (`gpg-agent`, `keyboxd`) running for
+/// `home`: the one whose command line names the home (or its path inside
+/// a chroot).
+pub fn daemon_pid(home: &Path, program: &str) -> u32 {
+    let home = home.to_string_lossy();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let runs = args.first().is_some_and(|a| a.rsplit('/').next() == Some(program));
+        if runs && args.iter().any(|a| a.len() > 1 && a.starts_with('/') && home.ends_with(a.as_str())) {
+            found.push(pid);
+        }
+    }
+    assert_eq!(found.len(), 1, "one {program} for {home}: {found:?}");
+    found[0]
+}
