@@ -282,7 +282,8 @@ fn record_pid_equals_strace_and_detaches() {
 }
 
 /// A statically linked program (which the interposer cannot reach) is
-/// recorded from the kernel: per operation equal to `strace -f`.
+/// recorded from the kernel: per operation equal to `strace -f`, and with
+/// `--trace-level event` one span per call (the ring buffer's events).
 fn static_program_equals_strace() {
     if !bpf_allowed("attach::static_program_equals_strace") {
         return;
@@ -295,7 +296,12 @@ fn static_program_equals_strace() {
     let kbx = dir.path().join("pubring.kbx");
     std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
     let (e, k) = (exe.to_str().unwrap(), kbx.to_str().unwrap());
-    let o = bin().args(["--io-summary=json", "record", "--", e, k]).output().unwrap();
+    let trace = dir.path().join("t.json");
+    let t = trace.to_str().unwrap();
+    let o = bin()
+        .args(["--io-summary=json", "--trace-out", t, "--trace-level", "event", "record", "--", e, k])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "ready\ndone\n", "the program's output passes through");
     let err = stderr(&o);
@@ -303,6 +309,10 @@ fn static_program_equals_strace() {
     let v = summary(&err);
     assert_eq!(v["processes"][0]["program"], "p", "named from its exec");
     let ours: Vec<Counts> = per_process(&v, "pubring.kbx").into_values().collect();
+    // The trace has every call, from the kernel's ring buffer.
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let calls = events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "kbx::event").count();
+    assert_eq!(calls as u64, v["events"]["total"].as_u64().unwrap(), "one span per call");
 
     let log = dir.path().join("log");
     let s = Command::new("strace").args(["-f", "-y", "-qq", "-o", log.to_str().unwrap(), e, k]).output().unwrap();

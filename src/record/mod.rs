@@ -525,6 +525,56 @@ mod tests {
     }
 
     #[test]
+    fn kernel_cells_join_the_interposers_records() {
+        let mut a = Encoder::new(10, 1, b"gpg", 0);
+        a.file(0, b"/h/pubring.kbx");
+        a.call(0, Op::Read, 2000, 8192, false);
+        let mut r = Recorded::from_records(vec![decode(&a.bytes).unwrap()]);
+        let cell = |pid, file, op: &str, count| kernel::Cell {
+            pid,
+            file,
+            op: kernel::OPS.iter().position(|(n, _)| *n == op).unwrap(),
+            stats: OpStats { count, bytes: 4096 * count, ..OpStats::default() },
+        };
+        let k = KernelRecording {
+            cells: vec![cell(7, 0, "pread64", 3), cell(7, 0, "fcntl_lock", 2), cell(7, 1, "newfstatat", 1)],
+            events: vec![kernel::Event {
+                pid: 7,
+                tid: 8,
+                op: 5,
+                file: 0,
+                start_ns: 1,
+                dur_ns: 2,
+                fd: 3,
+                offset: 0,
+                result: 4096,
+            }],
+            paths: [(0, "/h/public-keys.d/pubring.db".to_string()), (1, "/h/public-keys.d/pubring.db-wal".to_string())]
+                .into(),
+            programs: [(7, (1, "keyboxd".to_string()))].into(),
+            lost: Lost { files: 0, fds: 0, events: 1 },
+        };
+        r.add_kernel(k);
+        assert_eq!(
+            r.processes.iter().map(|p| (p.pid, p.program.as_str())).collect::<Vec<_>>(),
+            [(7, "keyboxd"), (10, "gpg")]
+        );
+        let kd = &r.processes[0];
+        assert_eq!(
+            (kd.stats.count(FileOp::Read), kd.stats.count(FileOp::Lock), kd.stats.count(FileOp::Stat)),
+            (3, 2, 1)
+        );
+        assert_eq!(kd.stats.bytes_read, 3 * 4096);
+        assert_eq!((kd.calls["pread64"], kd.calls["fcntl_lock"]), (3, 2));
+        assert_eq!(kd.files.len(), 2);
+        assert_eq!(r.processes[1].stats.count(FileOp::Read), 1, "the interposer's process keeps its counts");
+        assert_eq!(r.lost.events, 1);
+        let mut seen = Vec::new();
+        r.for_each_event(|e| seen.push((e.origin.pid, e.origin.program.to_string(), e.op, e.bytes)));
+        assert_eq!(seen, [(7, "keyboxd".to_string(), FileOp::Read, Some(4096))]);
+    }
+
+    #[test]
     fn existing_summaries_keep_their_form() {
         let s = IoStats::new(8192);
         assert_eq!(
