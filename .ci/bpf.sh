@@ -11,7 +11,7 @@ out=$(mktemp --suffix=.bpf.o)
 trap 'rm -f "$out"' EXIT
 # Relative source path and no DWARF (only BTF, which the loader needs):
 # the bytes do not depend on where the checkout is.
-clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/"$(uname -m)"-linux-gnu \
+clang -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -I/usr/include/"$(uname -m)"-linux-gnu \
   -fdebug-compilation-dir=. -c attach.bpf.c -o "$out"
 llvm-strip -g "$out"
 if [ "${1:-}" = --check ]; then

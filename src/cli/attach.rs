@@ -125,6 +125,14 @@ impl Attached {
         if let Ok(mut pids) = HashMap::<_, u32, u32>::try_from(self.ebpf.map_mut("pids").expect("pids map")) {
             let _ = pids.insert(pid, flags, 0);
         }
+        // Its bit last: the kernel counts from the moment it is set. (The
+        // kernel sets bits of the same word atomically; this read and
+        // write of a word could only lose a bit the kernel set in between
+        // for a process it saw exec or fork in the same instant.)
+        if let Ok(mut bits) = Array::<_, u64>::try_from(self.ebpf.map_mut("pidbits").expect("pidbits map")) {
+            let word = bits.get(&(pid >> 6), 0).unwrap_or(0);
+            let _ = bits.set(pid >> 6, word | 1 << (pid & 63), 0);
+        }
         let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
         for entry in dir.flatten() {
             let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };

@@ -119,6 +119,16 @@ struct event {
 #define LOST_CELLS 2
 #define LOST_EVENTS 3
 
+// Watched processes, one bit per tgid (pid_max is at most 2^22): an array
+// lookup the JIT inlines, all that a process not watched pays per call.
+#define PID_WORDS (1 << 16)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PID_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} pidbits SEC(".maps");
+
 // Watched processes: tgid -> flags (1: its children are watched too).
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -190,7 +200,8 @@ struct {
 	__type(value, struct cell);
 } cells SEC(".maps");
 
-// The call each watched thread is in, from sys_enter to sys_exit.
+// The call each watched thread is in, from sys_enter to sys_exit (`start`
+// 0: none). An LRU map: the entries of threads that have ended go first.
 struct call {
 	__u64 start;
 	__u32 op;
@@ -199,11 +210,16 @@ struct call {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct call);
 } starts SEC(".maps");
+
+// struct pt_regs from r10 to di: the system call's arguments but the last.
+struct regs_args {
+	unsigned long r10, r9, r8, ax, cx, dx, si, di;
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -234,7 +250,19 @@ static __always_inline void count_lost(__u32 which)
 
 static __always_inline int watched(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&pids, &tgid) != 0;
+	__u32 i = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&pidbits, &i);
+	return w && ((*w >> (tgid & 63)) & 1);
+}
+
+// Watch process `tgid` with `flags`.
+static __always_inline void watch(__u32 tgid, __u32 flags)
+{
+	bpf_map_update_elem(&pids, &tgid, &flags, BPF_ANY);
+	__u32 i = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&pidbits, &i);
+	if (w)
+		__sync_fetch_and_or(w, 1ULL << (tgid & 63));
 }
 
 static __always_inline __u32 log2_bucket(__u64 v)
@@ -430,17 +458,29 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	if (!watched(id >> 32))
 		return 0;
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	struct call c = {};
-	c.op = op - 1;
-	c.a[0] = BPF_CORE_READ(regs, di);
-	c.a[1] = BPF_CORE_READ(regs, si);
-	c.a[2] = BPF_CORE_READ(regs, dx);
-	c.a[3] = BPF_CORE_READ(regs, r10);
-	c.a[4] = BPF_CORE_READ(regs, r8);
-	c.start = bpf_ktime_get_ns();
 	__u32 tid = (__u32)id;
-	bpf_map_update_elem(&starts, &tid, &c, BPF_ANY);
+	// The entry of this thread is written in place (a hash update would
+	// take a new element each call); the arguments come in one read, from
+	// r10 to di in struct pt_regs.
+	struct call *c = bpf_map_lookup_elem(&starts, &tid);
+	if (!c) {
+		static const struct call fresh;
+		bpf_map_update_elem(&starts, &tid, &fresh, BPF_ANY);
+		c = bpf_map_lookup_elem(&starts, &tid);
+		if (!c)
+			return 0;
+	}
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	struct regs_args r;
+	if (bpf_probe_read_kernel(&r, sizeof(r), &regs->r10))
+		return 0;
+	c->op = op - 1;
+	c->a[0] = r.di;
+	c->a[1] = r.si;
+	c->a[2] = r.dx;
+	c->a[3] = r.r10;
+	c->a[4] = r.r8;
+	c->start = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -455,10 +495,10 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	__u32 tid = (__u32)id;
 	struct call *cp = bpf_map_lookup_elem(&starts, &tid);
-	if (!cp)
+	if (!cp || !cp->start)
 		return 0;
 	struct call c = *cp;
-	bpf_map_delete_elem(&starts, &tid);
+	cp->start = 0;
 	long ret = ctx->args[1];
 
 	// Which argument names the file (a descriptor or a path), and which is an offset.
@@ -592,11 +632,12 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx)
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	if (ptgid == ctgid)
 		return 0;
+	if (!watched(ptgid))
+		return 0;
 	__u32 *flags = bpf_map_lookup_elem(&pids, &ptgid);
 	if (!flags || !(*flags & 1))
 		return 0;
-	__u32 f = *flags;
-	bpf_map_update_elem(&pids, &ctgid, &f, BPF_ANY);
+	watch(ctgid, *flags);
 	struct proc p = { .ppid = ptgid };
 	bpf_get_current_comm(p.comm, sizeof(p.comm));
 	bpf_map_update_elem(&procs, &ctgid, &p, BPF_ANY);
@@ -611,8 +652,7 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u32 *want = bpf_map_lookup_elem(&comms, &n);
 	if (want) {
-		__u32 f = *want;
-		bpf_map_update_elem(&pids, &tgid, &f, BPF_ANY);
+		watch(tgid, *want);
 	} else if (!watched(tgid)) {
 		return 0;
 	}
