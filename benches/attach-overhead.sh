@@ -14,9 +14,13 @@
 #                 watched and pays only the probes' early exit
 #   watched       kbxscope record --name gpg: gpg's calls counted from the
 #                 kernel (in-kernel cells, no per-call events)
+#   other-tp, watched-tp  the same through each counted call's own syscall
+#                 tracepoint (KBXSCOPE_ATTACH_PROBES=syscalls) instead of the
+#                 raw tracepoints sys_enter/sys_exit (tracefs mounted)
 #   bpftrace      bpftrace counting gpg's read/openat/lseek/close through the
 #                 syscall tracepoints (the issue's comparison: 1.47×)
-# Part 2, per call: a C program making one-byte preads of a file named
+# Part 2, per call: a C program making one-byte reads (an lseek back every
+# 4,096) of a file named
 # pubring.kbx, timed inside it (ns per call: the fastest of 20 batches of
 # 100,000), under the same four.
 # Part 3, with CHROOT=/srv/trixie (GnuPG 2.4.7): a keyboxd home's gpg
@@ -62,6 +66,8 @@ observe() {
     plain) ;;
     other) start_observer "attached to" "$K" record --pid "$idle" ;;
     watched) start_observer "attached to" "$K" record --name "$2" ;;
+    other-tp) KBXSCOPE_ATTACH_PROBES=syscalls start_observer "attached to" "$K" record --pid "$idle" ;;
+    watched-tp) KBXSCOPE_ATTACH_PROBES=syscalls start_observer "attached to" "$K" record --name "$2" ;;
     bpftrace) start_observer "Attaching" bpftrace -e "tracepoint:syscalls:sys_enter_read,tracepoint:syscalls:sys_enter_openat,tracepoint:syscalls:sys_enter_lseek,tracepoint:syscalls:sys_enter_close /comm == \"$2\"/ { @[probe] = count(); }" ;;
     keyboxd) start_observer "attached to" "$K" record --pid "$2" ;;
   esac
@@ -76,6 +82,9 @@ report() {
   done
 }
 
+PARTS=${PARTS:-1 2 3}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
 echo "== part 1: gpg --check-sigs, the time of gpg alone"
 "$K" gen --preset "$PRESET" "$work/gen.kbx" >/dev/null 2>&1
 mkdir -m 700 "$work/h0" "$work/h1"
@@ -86,8 +95,8 @@ gpg --homedir "$work/h1" --batch -k >/dev/null 2>&1
 cp "$work/h1/pubring.kbx" "$work/made.kbx"
 echo "GnuPG-made keybox: $(stat -c %s "$work/made.kbx") bytes"
 declare -A times
-variants=(plain other watched bpftrace)
-for r in $(seq 1 "$ROUNDS"); do
+variants=(plain other watched other-tp watched-tp bpftrace)
+part 1 && for r in $(seq 1 "$ROUNDS"); do
   for v in "${variants[@]}"; do
     cp "$work/made.kbx" "$work/h1/pubring.kbx"
     observe "$v" gpg
@@ -99,10 +108,12 @@ for r in $(seq 1 "$ROUNDS"); do
   done
   echo "round $r:$(for v in "${variants[@]}"; do echo -n " $v $(echo "${times[$v]}" | awk '{print $NF}') ms"; done)"
 done
-plain=$(echo "${times[plain]}" | median)
-report ms "$plain" "${variants[@]}"
+if part 1; then
+  plain=$(echo "${times[plain]}" | median)
+  report ms "$plain" "${variants[@]}"
+fi
 
-echo "== part 2: ns per one-byte pread of pubring.kbx (the fastest of 20 batches of 100,000 calls, timed inside the program)"
+echo "== part 2: ns per one-byte read of pubring.kbx (the fastest of 20 batches of 100,000 calls, timed inside the program)"
 cat >"$work/percall.c" <<'EOF'
 #include <fcntl.h>
 #include <stdio.h>
@@ -115,7 +126,10 @@ int main(int argc, char **argv) {
     int fd = open(argv[1], O_RDONLY);
     for (int batch = 0; batch < 20; batch++) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (long i = 0; i < n; i++) pread(fd, &b, 1, i & 4095);
+        for (long i = 0; i < n; i++) {
+            if ((i & 4095) == 0) lseek(fd, 0, SEEK_SET);
+            read(fd, &b, 1);
+        }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
         if (ns < best) best = ns;
@@ -128,7 +142,7 @@ cc -O2 -o "$work/percall" "$work/percall.c"
 cp "$work/made.kbx" "$work/pubring.kbx"
 unset times
 declare -A times
-for r in $(seq 1 "$ROUNDS"); do
+part 2 && for r in $(seq 1 "$ROUNDS"); do
   for v in "${variants[@]}"; do
     observe "$v" percall
     ns=$("$work/percall" "$work/pubring.kbx")
@@ -137,10 +151,12 @@ for r in $(seq 1 "$ROUNDS"); do
   done
   echo "round $r:$(for v in "${variants[@]}"; do echo -n " $v $(echo "${times[$v]}" | awk '{print $NF}') ns"; done)"
 done
-plain=$(echo "${times[plain]}" | median)
-report "ns/call" "$plain" "${variants[@]}"
+if part 2; then
+  plain=$(echo "${times[plain]}" | median)
+  report "ns/call" "$plain" "${variants[@]}"
+fi
 
-if [ -n "${CHROOT:-}" ]; then
+if [ -n "${CHROOT:-}" ] && part 3; then
   echo "== part 3: a keyboxd home's gpg --check-sigs in $CHROOT (GnuPG 2.4.7), keyboxd already running"
   inner=/tmp/kbxscope-attach-bench
   outer=$CHROOT$inner

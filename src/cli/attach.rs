@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use aya::maps::{Array, HashMap, MapData, RingBuf};
-use aya::programs::RawTracePoint;
+use aya::programs::{RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 
 use kbxscope::record::kernel::{
@@ -33,13 +33,65 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../record/bpf/attach.bpf.o")
 /// program counts its own from 0).
 const USER_IDS: u32 = 1 << 31;
 
-/// The four programs and the tracepoints they attach to.
-const PROGRAMS: [(&str, &str); 4] = [
+/// The raw tracepoints' programs and where they attach.
+const RAW_PROGRAMS: [(&str, &str); 4] = [
     ("sys_enter", "sys_enter"),
     ("sys_exit", "sys_exit"),
     ("on_fork", "sched_process_fork"),
     ("on_exec", "sched_process_exec"),
 ];
+
+/// The system calls the kernel program counts, as their tracepoints name
+/// them (`syscalls/sys_enter_NAME`), for `KBXSCOPE_ATTACH_PROBES=syscalls`.
+const SYSCALLS: [&str; 37] = [
+    "read",
+    "write",
+    "open",
+    "close",
+    "newstat",
+    "newfstat",
+    "newlstat",
+    "lseek",
+    "mmap",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "access",
+    "dup",
+    "dup2",
+    "fcntl",
+    "fsync",
+    "fdatasync",
+    "ftruncate",
+    "rename",
+    "creat",
+    "link",
+    "unlink",
+    "openat",
+    "newfstatat",
+    "unlinkat",
+    "renameat",
+    "linkat",
+    "faccessat",
+    "dup3",
+    "preadv",
+    "pwritev",
+    "renameat2",
+    "preadv2",
+    "statx",
+    "faccessat2",
+];
+
+/// Where the system calls are seen: the raw tracepoints `sys_enter` and
+/// `sys_exit` (the default: every call of every process takes the traced
+/// path while attached, and stops at the first array lookup), or each
+/// counted call's own syscall tracepoint (`KBXSCOPE_ATTACH_PROBES=syscalls`,
+/// which needs tracefs mounted: other calls pay nothing, the counted ones
+/// the perf event's record). `benches/attach-overhead.sh` measures both.
+fn syscall_tracepoints() -> bool {
+    std::env::var_os("KBXSCOPE_ATTACH_PROBES").is_some_and(|v| v == "syscalls")
+}
 
 /// A process's flag in the kernel's `pids`: its children are watched too.
 pub const FOLLOW: u32 = 1;
@@ -99,7 +151,11 @@ impl Attached {
                 table.set(i as u32, p.value(), 0).map_err(|e| e.to_string())?;
             }
         }
-        for (name, tracepoint) in PROGRAMS {
+        let per_syscall = syscall_tracepoints();
+        for (name, tracepoint) in RAW_PROGRAMS {
+            if per_syscall && name.starts_with("sys_") {
+                continue;
+            }
             let program: &mut RawTracePoint = ebpf
                 .program_mut(name)
                 .ok_or_else(|| format!("no program {name}"))?
@@ -107,6 +163,19 @@ impl Attached {
                 .map_err(|e: aya::programs::ProgramError| e.to_string())?;
             program.load().map_err(|e| unavailable(&e))?;
             program.attach(tracepoint).map_err(|e| unavailable(&e))?;
+        }
+        if per_syscall {
+            for (name, phase) in [("tp_enter", "sys_enter_"), ("tp_exit", "sys_exit_")] {
+                let program: &mut TracePoint = ebpf
+                    .program_mut(name)
+                    .ok_or_else(|| format!("no program {name}"))?
+                    .try_into()
+                    .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+                program.load().map_err(|e| unavailable(&e))?;
+                for call in SYSCALLS {
+                    program.attach("syscalls", &format!("{phase}{call}")).map_err(|e| unavailable(&e))?;
+                }
+            }
         }
         let events = if trace_events {
             let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?).map_err(|e| e.to_string())?;
@@ -206,8 +275,14 @@ impl Attached {
     /// Detach and read what was counted.
     pub fn finish(mut self) -> KernelRecording {
         // The links go first: nothing is counted while the maps are read.
-        for (name, _) in PROGRAMS {
+        for (name, _) in RAW_PROGRAMS {
             let program: Option<&mut RawTracePoint> = self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
+            if let Some(p) = program {
+                let _ = p.unload();
+            }
+        }
+        for name in ["tp_enter", "tp_exit"] {
+            let program: Option<&mut TracePoint> = self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
             if let Some(p) = program {
                 let _ = p.unload();
             }
