@@ -73,13 +73,34 @@ observe() {
   esac
 }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-report() {
-  local unit=$1 base=$2
-  shift 2
+
+# ROUNDS interleaved rounds of the variants given, each measured by the
+# part's `measure VARIANT` (one number on stdout); every round, then the
+# median of each variant and its ratio to plain.
+rounds() {
+  local unit=$1 r v m plain
+  shift
+  local -A times=()
+  for r in $(seq 1 "$ROUNDS"); do
+    for v in "$@"; do
+      times[$v]="${times[$v]:-} $(measure "$v")"
+    done
+    echo "round $r:$(for v in "$@"; do echo -n " $v $(echo "${times[$v]}" | awk '{print $NF}') $unit"; done)"
+  done
+  plain=$(echo "${times[plain]}" | median)
   for v in "$@"; do
     m=$(echo "${times[$v]}" | median)
-    printf '  %-10s median %8s %s  %s× plain\n' "$v" "$m" "$unit" "$(awk -v a="$m" -v b="$base" 'BEGIN {printf "%.3f", a / b}')"
+    printf '  %-10s median %8s %s  %s× plain\n' "$v" "$m" "$unit" "$(awk -v a="$m" -v b="$plain" 'BEGIN {printf "%.3f", a / b}')"
   done
+}
+
+# The wall time of a command, ms.
+ms() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" >/dev/null 2>&1 || true
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000000))
 }
 
 PARTS=${PARTS:-1 2 3}
@@ -94,24 +115,14 @@ gpg --homedir "$work/h1" --batch --import "$work/keys.pgp" 2>/dev/null || true
 gpg --homedir "$work/h1" --batch -k >/dev/null 2>&1
 cp "$work/h1/pubring.kbx" "$work/made.kbx"
 echo "GnuPG-made keybox: $(stat -c %s "$work/made.kbx") bytes"
-declare -A times
 variants=(plain other watched other-tp watched-tp bpftrace)
-part 1 && for r in $(seq 1 "$ROUNDS"); do
-  for v in "${variants[@]}"; do
-    cp "$work/made.kbx" "$work/h1/pubring.kbx"
-    observe "$v" gpg
-    t0=$(date +%s%N)
-    gpg --homedir "$work/h1" --batch --check-sigs >/dev/null 2>&1 || true
-    t1=$(date +%s%N)
-    stop_observer
-    times[$v]="${times[$v]:-} $(( (t1 - t0) / 1000000 ))"
-  done
-  echo "round $r:$(for v in "${variants[@]}"; do echo -n " $v $(echo "${times[$v]}" | awk '{print $NF}') ms"; done)"
-done
-if part 1; then
-  plain=$(echo "${times[plain]}" | median)
-  report ms "$plain" "${variants[@]}"
-fi
+measure() {
+  cp "$work/made.kbx" "$work/h1/pubring.kbx"
+  observe "$1" gpg
+  ms gpg --homedir "$work/h1" --batch --check-sigs
+  stop_observer
+}
+part 1 && rounds ms "${variants[@]}"
 
 echo "== part 2: ns per one-byte read of pubring.kbx (the fastest of 20 batches of 100,000 calls, timed inside the program)"
 cat >"$work/percall.c" <<'EOF'
@@ -140,21 +151,12 @@ int main(int argc, char **argv) {
 EOF
 cc -O2 -o "$work/percall" "$work/percall.c"
 cp "$work/made.kbx" "$work/pubring.kbx"
-unset times
-declare -A times
-part 2 && for r in $(seq 1 "$ROUNDS"); do
-  for v in "${variants[@]}"; do
-    observe "$v" percall
-    ns=$("$work/percall" "$work/pubring.kbx")
-    stop_observer
-    times[$v]="${times[$v]:-} $ns"
-  done
-  echo "round $r:$(for v in "${variants[@]}"; do echo -n " $v $(echo "${times[$v]}" | awk '{print $NF}') ns"; done)"
-done
-if part 2; then
-  plain=$(echo "${times[plain]}" | median)
-  report "ns/call" "$plain" "${variants[@]}"
-fi
+measure() {
+  observe "$1" percall
+  "$work/percall" "$work/pubring.kbx"
+  stop_observer
+}
+part 2 && rounds ns/call "${variants[@]}"
 
 if [ -n "${CHROOT:-}" ] && part 3; then
   echo "== part 3: a keyboxd home's gpg --check-sigs in $CHROOT (GnuPG 2.4.7), keyboxd already running"
@@ -171,26 +173,17 @@ if [ -n "${CHROOT:-}" ] && part 3; then
   c gpg --batch --check-sigs >/dev/null 2>&1
   kd=$(pgrep -f "keyboxd --homedir $inner/home" | head -1)
   echo "keyboxd pid $kd"
-  unset times
-  declare -A times
-  kvariants=(plain keyboxd record)
-  for r in $(seq 1 "$ROUNDS"); do
-    for v in "${kvariants[@]}"; do
-      [ "$v" = keyboxd ] && observe keyboxd "$kd"
-      t0=$(date +%s%N)
-      if [ "$v" = record ]; then
-        c "$inner/kbxscope" record -- gpg --batch --check-sigs >/dev/null 2>&1 || true
-      else
-        c gpg --batch --check-sigs >/dev/null 2>&1 || true
-      fi
-      t1=$(date +%s%N)
-      stop_observer
-      times[$v]="${times[$v]:-} $(( (t1 - t0) / 1000000 ))"
-    done
-    echo "round $r:$(for v in "${kvariants[@]}"; do echo -n " $v $(echo "${times[$v]}" | awk '{print $NF}') ms"; done)"
-  done
-  plain=$(echo "${times[plain]}" | median)
-  report ms "$plain" "${kvariants[@]}"
+  measure() {
+    case $1 in
+      keyboxd) observe keyboxd "$kd" ;;
+    esac
+    case $1 in
+      record) ms c "$inner/kbxscope" record -- gpg --batch --check-sigs ;;
+      *) ms c gpg --batch --check-sigs ;;
+    esac
+    stop_observer
+  }
+  rounds ms plain keyboxd record
   c gpgconf --kill all
   rm -rf "$outer"
 fi

@@ -15,6 +15,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use crate::common::{bin, fixture, stderr, stdout, tool, under_ci, Killed};
 
 use crate::record::strace_log::{self, Counts};
+use crate::record::{counts, summary_in as summary};
 
 /// Whether this machine lets kbxscope load BPF programs; if not, the test
 /// says SKIPPED (and fails under CI).
@@ -29,46 +30,18 @@ fn bpf_allowed(test: &str) -> bool {
     false
 }
 
-/// strace's system call as record's operation name (fcntl's locks and
-/// dups apart).
+/// strace's system call as record's operation name, with the calls the
+/// kernel source counts beside the interposer's: fcntl's locks, renames,
+/// unlinks, links and pwritev.
 fn strace_op(sys: &str, args: &str) -> Option<&'static str> {
     Some(match sys {
-        "open" | "openat" | "creat" => "open",
-        "close" => "close",
-        "read" | "pread64" | "readv" | "preadv" | "preadv2" => "read",
-        "write" | "pwrite64" | "writev" | "pwritev" => "write",
-        "lseek" => "seek",
-        "newfstatat" | "fstat" | "stat" | "lstat" | "statx" => "stat",
-        "access" | "faccessat" | "faccessat2" => "access",
-        "mmap" => "mmap",
-        "dup" | "dup2" | "dup3" => "dup",
-        "fcntl" if args.contains("F_DUPFD") => "dup",
-        "fcntl" if args.contains("LK") => "lock",
-        "ftruncate" => "truncate",
-        "fsync" | "fdatasync" => "sync",
+        "fcntl" if args.contains("LK") && !args.contains("F_DUPFD") => "lock",
+        "pwritev" => "write",
         "rename" | "renameat" | "renameat2" => "rename",
         "unlink" | "unlinkat" => "unlink",
         "link" | "linkat" => "link",
-        _ => return None,
+        _ => return crate::record::strace_op(sys, args),
     })
-}
-
-/// The non-zero events of one summary object (`total` left out).
-fn counts(v: &serde_json::Value) -> Counts {
-    v["events"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(k, n)| *k != "total" && n.as_u64() != Some(0))
-        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
-        .collect()
-}
-
-/// The record summary: the one JSON line on stderr with `processes`.
-fn summary(err: &str) -> serde_json::Value {
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('{')).collect();
-    assert_eq!(lines.len(), 1, "one JSON line: {err}");
-    serde_json::from_str(lines[0]).expect("JSON")
 }
 
 /// Per process of the summary (by pid), the counts on files ending with `name`.

@@ -59,7 +59,11 @@ fn record_keybox(global: &[&str], program: &str, args: &[&str]) -> Output {
 
 /// The record summary: the one JSON line on stderr with `processes`.
 fn summary(o: &Output) -> serde_json::Value {
-    let err = stderr(o);
+    summary_in(&stderr(o))
+}
+
+/// The record summary in `err`: its one JSON line with `processes`.
+pub fn summary_in(err: &str) -> serde_json::Value {
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('{')).collect();
     assert_eq!(lines.len(), 1, "one JSON line: {err}");
     let v: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON");
@@ -67,29 +71,27 @@ fn summary(o: &Output) -> serde_json::Value {
     v
 }
 
-/// Per process (sorted, pids dropped), the non-zero events of the summary.
-fn recorded_counts(v: &serde_json::Value) -> Vec<Counts> {
-    let mut out: Vec<Counts> = v["processes"]
-        .as_array()
+/// The non-zero events of one summary object (`total` left out).
+pub fn counts(v: &serde_json::Value) -> Counts {
+    v["events"]
+        .as_object()
         .unwrap()
         .iter()
-        .map(|p| {
-            p["events"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .filter(|(k, n)| *k != "total" && n.as_u64() != Some(0))
-                .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
-                .collect::<Counts>()
-        })
-        .filter(|c| !c.is_empty())
-        .collect();
+        .filter(|(k, n)| *k != "total" && n.as_u64() != Some(0))
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+/// Per process (sorted, pids dropped), the non-zero events of the summary.
+fn recorded_counts(v: &serde_json::Value) -> Vec<Counts> {
+    let mut out: Vec<Counts> =
+        v["processes"].as_array().unwrap().iter().map(counts).filter(|c| !c.is_empty()).collect();
     out.sort();
     out
 }
 
 /// strace's system call as record's operation name.
-fn strace_op(sys: &str, args: &str) -> Option<&'static str> {
+pub fn strace_op(sys: &str, args: &str) -> Option<&'static str> {
     Some(match sys {
         "open" | "openat" | "creat" => "open",
         "close" => "close",

@@ -11,19 +11,20 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use aya::maps::{Array, HashMap, MapData, RingBuf};
-use aya::programs::{RawTracePoint, TracePoint};
+use aya::programs::{Program, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 
 use kbxscope::record::kernel::{
     self, Cell, Event, Pattern, CELL_KEY_SIZE, CELL_SIZE, PATH_LEN, PATTERNS, PATTERN_SIZE,
 };
 use kbxscope::record::{KernelRecording, Lost};
+
+use super::procfs;
 
 /// The compiled BPF program (built from `attach.bpf.c` by `.ci/bpf.sh`,
 /// which CI runs to check that this is what the source compiles to).
@@ -131,6 +132,20 @@ pub fn unavailable(e: &(dyn std::error::Error + 'static)) -> String {
     format!("eBPF is not available: {why}")
 }
 
+/// Program `name` of the object, as the type it is, loaded into the
+/// kernel (verified).
+macro_rules! loaded {
+    ($ebpf:expr, $name:expr, $ty:ty) => {{
+        let program: &mut $ty = $ebpf
+            .program_mut($name)
+            .ok_or_else(|| format!("no program {}", $name))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+        program.load().map_err(|e| unavailable(&e))?;
+        program
+    }};
+}
+
 impl Attached {
     /// Load the program for the file names `patterns` (at most
     /// [`PATTERNS`]) and attach it; with `trace_events`, per-call events
@@ -156,22 +171,12 @@ impl Attached {
             if per_syscall && name.starts_with("sys_") {
                 continue;
             }
-            let program: &mut RawTracePoint = ebpf
-                .program_mut(name)
-                .ok_or_else(|| format!("no program {name}"))?
-                .try_into()
-                .map_err(|e: aya::programs::ProgramError| e.to_string())?;
-            program.load().map_err(|e| unavailable(&e))?;
+            let program = loaded!(ebpf, name, RawTracePoint);
             program.attach(tracepoint).map_err(|e| unavailable(&e))?;
         }
         if per_syscall {
             for (name, phase) in [("tp_enter", "sys_enter_"), ("tp_exit", "sys_exit_")] {
-                let program: &mut TracePoint = ebpf
-                    .program_mut(name)
-                    .ok_or_else(|| format!("no program {name}"))?
-                    .try_into()
-                    .map_err(|e: aya::programs::ProgramError| e.to_string())?;
-                program.load().map_err(|e| unavailable(&e))?;
+                let program = loaded!(ebpf, name, TracePoint);
                 for call in SYSCALLS {
                     program.attach("syscalls", &format!("{phase}{call}")).map_err(|e| unavailable(&e))?;
                 }
@@ -189,7 +194,7 @@ impl Attached {
     /// Watch process `pid` (with [`FOLLOW`], its children too), with the
     /// watched files it has open now (from `/proc/PID/fd`). Whether it ran.
     pub fn watch_pid(&mut self, pid: u32, flags: u32, patterns: &[Pattern]) -> bool {
-        let Some(info) = process_info(pid) else { return false };
+        let Some(info) = procfs::process_info(pid) else { return false };
         self.programs.insert(pid, info);
         if let Ok(mut pids) = HashMap::<_, u32, u32>::try_from(self.ebpf.map_mut("pids").expect("pids map")) {
             let _ = pids.insert(pid, flags, 0);
@@ -240,13 +245,12 @@ impl Attached {
         }
     }
 
-    /// Watch every process that runs program `comm` (its first 15 bytes,
-    /// as the kernel keeps it) from its exec on.
-    pub fn watch_comm(&mut self, comm: &str) {
+    /// Watch every process that runs program `name` (its first 15 bytes,
+    /// as the kernel keeps them) from its exec on.
+    pub fn watch_comm(&mut self, name: &str) {
         let mut key = [0u8; kernel::NAME_LEN];
-        let b = comm.as_bytes();
-        let n = b.len().min(15);
-        key[..n].copy_from_slice(&b[..n]);
+        let b = procfs::comm(name).as_bytes();
+        key[..b.len()].copy_from_slice(b);
         if let Ok(mut comms) =
             HashMap::<_, [u8; kernel::NAME_LEN], u32>::try_from(self.ebpf.map_mut("comms").expect("comms map"))
         {
@@ -262,10 +266,10 @@ impl Attached {
     }
 
     /// Name a process the kernel added (fork, exec) while it still runs.
-    pub fn note_programs(&mut self) {
+    fn note_programs(&mut self) {
         for pid in self.watched() {
             if let std::collections::btree_map::Entry::Vacant(e) = self.programs.entry(pid) {
-                if let Some(info) = process_info(pid) {
+                if let Some(info) = procfs::process_info(pid) {
                     e.insert(info);
                 }
             }
@@ -275,17 +279,12 @@ impl Attached {
     /// Detach and read what was counted.
     pub fn finish(mut self) -> KernelRecording {
         // The links go first: nothing is counted while the maps are read.
-        for (name, _) in RAW_PROGRAMS {
-            let program: Option<&mut RawTracePoint> = self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
-            if let Some(p) = program {
-                let _ = p.unload();
-            }
-        }
-        for name in ["tp_enter", "tp_exit"] {
-            let program: Option<&mut TracePoint> = self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
-            if let Some(p) = program {
-                let _ = p.unload();
-            }
+        for (_, program) in self.ebpf.programs_mut() {
+            let _ = match program {
+                Program::RawTracePoint(p) => p.unload(),
+                Program::TracePoint(p) => p.unload(),
+                _ => Ok(()),
+            };
         }
         self.note_programs();
         let mut out = KernelRecording::default();
@@ -353,63 +352,4 @@ impl EventReader {
         let _ = self.thread.join();
         std::mem::take(&mut *self.got.lock().unwrap_or_else(PoisonError::into_inner))
     }
-}
-
-/// A process's parent and program name (its `comm`), if it runs.
-pub fn process_info(pid: u32) -> Option<(u32, String)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (head, rest) = stat.rsplit_once(") ")?;
-    let comm = head.split_once(" (")?.1.to_string();
-    let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
-    Some((ppid, comm))
-}
-
-/// The processes running program `comm` (as `/proc/PID/comm` names it).
-pub fn pids_named(comm: &str) -> Vec<u32> {
-    let want: String = comm.chars().take(15).collect();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out: Vec<u32> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end_matches('\n') == want)
-        })
-        .collect();
-    out.sort_unstable();
-    out
-}
-
-/// The processes that hold the listening Unix socket bound at `socket`:
-/// its inode from `/proc/net/unix`, then every `/proc/PID/fd` that links
-/// to `socket:[INODE]` (systemd's socket units included, so callers filter
-/// by program).
-pub fn socket_holders(socket: &Path) -> Vec<u32> {
-    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else { return Vec::new() };
-    let want = socket.as_os_str().to_string_lossy();
-    let inodes: Vec<String> = table
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            (cols.len() >= 8 && cols[7] == want).then(|| cols[6].to_string())
-        })
-        .collect();
-    if inodes.is_empty() {
-        return Vec::new();
-    }
-    let links: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out: Vec<u32> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
-                fds.flatten().any(|f| {
-                    std::fs::read_link(f.path()).is_ok_and(|t| links.iter().any(|l| t.as_os_str() == l.as_str()))
-                })
-            })
-        })
-        .collect();
-    out.sort_unstable();
-    out
 }

@@ -22,6 +22,7 @@ mod make;
 pub mod output;
 pub mod parse;
 mod preloaded;
+mod procfs;
 mod progress;
 mod read;
 mod record;

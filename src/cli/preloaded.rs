@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 
 use super::interrupt;
 use super::output::{ensure_dir, write_file, WriteError};
+use super::procfs::alive;
 use kbxscope::record::{preload, Recorded};
 
 /// What a command run under the interposer did.
@@ -110,12 +111,6 @@ fn install_library() -> Result<PathBuf> {
         Ok(()) | Err(WriteError::Exists(_)) => Ok(path),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Whether a process is alive (not a zombie). Read from /proc, no signal.
-pub(super) fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')))
 }
 
 /// Wait until every process with a record in `dir` has exited, at most `limit`.

@@ -41,7 +41,8 @@ use anyhow::Result;
 
 use super::args::SummaryFormat;
 use super::attach::{self, Attached};
-use super::preloaded::{alive, run_preloaded, Preloaded};
+use super::preloaded::{run_preloaded, Preloaded};
+use super::procfs::{self, alive};
 use super::render::duration;
 use super::resolve::{RecordJob, TraceOptions};
 use kbxscope::events::{FileOp, IoStats, Origin};
@@ -80,7 +81,9 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
                 for (daemon, socket) in &running {
                     notes.push(watch_daemon(&mut k, daemon, socket, &patterns));
                 }
-                watch_given(&mut k, a, &patterns, &mut notes);
+                for pid in watch_given(&mut k, a, &patterns) {
+                    notes.push(format!("--pid {pid}: no such process"));
+                }
                 attached = Some(k);
             }
             Err(why) => {
@@ -109,6 +112,8 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
             }
         };
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    // A static PROGRAM without the kernel source: nothing was seen, no summary of zeros.
+    let blind = statically && attached.is_none();
     // The processes PROGRAM left running (those recorded from the kernel
     // were watched, not started).
     let alive: Vec<String> =
@@ -126,7 +131,6 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
     if incomplete > 0 {
         notes.push(format!("{incomplete} record file(s) were still being created and are left out"));
     }
-    let blind = statically && recorded.processes.is_empty() && notes.iter().any(|n| n.contains("nothing can be"));
     report(&recorded, notes, summary, events.is_some(), a.stacks.as_ref().map(|(p, _)| p.as_path()), blind)?;
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(255)))
 }
@@ -147,11 +151,10 @@ fn watch_running(
             return Ok(ExitCode::from(1));
         }
     };
-    if let Some(pid) = a.pids.iter().find(|pid| !k.watch_pid(**pid, 0, patterns)) {
+    if let Some(pid) = watch_given(&mut k, a, patterns).first() {
         eprintln!("kbxscope: record: no process {pid}");
         return Ok(ExitCode::from(1));
     }
-    watch_given(&mut k, a, patterns, &mut notes);
     let pids = k.watched();
     let until = a.duration.map_or_else(|| "Ctrl-C".to_string(), |d| format!("{d:?} have passed"));
     eprintln!(
@@ -186,19 +189,16 @@ fn kernel_patterns(watch: &str, notes: &mut Vec<String>) -> Vec<Pattern> {
     out
 }
 
-/// Watch `--pid` and `--name`'s processes.
-fn watch_given(k: &mut Attached, a: &RecordJob, patterns: &[Pattern], notes: &mut Vec<String>) {
-    for pid in &a.pids {
-        if !k.watch_pid(*pid, 0, patterns) {
-            notes.push(format!("--pid {pid}: no such process"));
-        }
-    }
+/// Watch `--pid` and `--name`'s processes; the `--pid`s that do not run.
+fn watch_given(k: &mut Attached, a: &RecordJob, patterns: &[Pattern]) -> Vec<u32> {
+    let missing = a.pids.iter().copied().filter(|pid| !k.watch_pid(*pid, 0, patterns)).collect();
     for name in &a.names {
-        for pid in attach::pids_named(name) {
+        for pid in procfs::pids_named(name) {
             k.watch_pid(pid, 0, patterns);
         }
         k.watch_comm(name);
     }
+    missing
 }
 
 /// Watch the daemon already listening at `socket`: the process holding it
@@ -206,10 +206,9 @@ fn watch_given(k: &mut Attached, a: &RecordJob, patterns: &[Pattern], notes: &mu
 /// daemon not started yet), the daemon from its exec on. The note that
 /// says so.
 fn watch_daemon(k: &mut Attached, daemon: &str, socket: &Path, patterns: &[Pattern]) -> String {
-    let comm: String = daemon.chars().take(15).collect();
-    let pids: Vec<u32> = attach::socket_holders(socket)
+    let pids: Vec<u32> = procfs::socket_holders(socket)
         .into_iter()
-        .filter(|pid| attach::process_info(*pid).is_some_and(|(_, c)| c == comm))
+        .filter(|pid| procfs::process_info(*pid).is_some_and(|(_, c)| c == procfs::comm(daemon)))
         .collect();
     for pid in &pids {
         k.watch_pid(*pid, 0, patterns);

@@ -147,8 +147,8 @@ pub struct Lost {
 pub struct CallEvent {
     /// Index into [`Recorded::processes`].
     pub process: usize,
-    /// The file's path.
-    pub path: String,
+    /// Index into that process's [`Process::files`].
+    pub file: usize,
     /// The operation.
     pub op: FileOp,
     /// Thread id.
@@ -267,14 +267,13 @@ impl Recorded {
 
     /// Order processes by pid and events by start (event indices follow).
     fn sort(&mut self) {
-        let mut order: Vec<usize> = (0..self.processes.len()).collect();
-        order.sort_by_key(|i| self.processes[*i].pid);
-        let mut new_index = vec![0; order.len()];
-        for (new, old) in order.iter().enumerate() {
+        let mut by_pid: Vec<(usize, Process)> = std::mem::take(&mut self.processes).into_iter().enumerate().collect();
+        by_pid.sort_by_key(|(_, p)| p.pid);
+        let mut new_index = vec![0; by_pid.len()];
+        for (new, (old, _)) in by_pid.iter().enumerate() {
             new_index[*old] = new;
         }
-        let mut taken: Vec<Option<Process>> = std::mem::take(&mut self.processes).into_iter().map(Some).collect();
-        self.processes = order.iter().filter_map(|i| taken[*i].take()).collect();
+        self.processes = by_pid.into_iter().map(|(_, p)| p).collect();
         for e in &mut self.events {
             e.process = new_index[e.process];
         }
@@ -295,11 +294,10 @@ impl Recorded {
             let at = self.process(r.pid, r.ppid, &program);
             self.processes[at].program = program;
             self.processes[at].images += 1;
-            let mut slot_paths = BTreeMap::new();
+            let mut slot_files = BTreeMap::new();
             for f in &r.files {
-                let path = String::from_utf8_lossy(&f.path).into_owned();
-                let fi = self.file(at, &path);
-                slot_paths.insert(f.slot, path);
+                let fi = self.file(at, &String::from_utf8_lossy(&f.path));
+                slot_files.insert(f.slot, fi);
                 let p = &mut self.processes[at];
                 for (op, c) in &f.ops {
                     *p.calls.entry(op.name()).or_default() += c.count;
@@ -316,9 +314,13 @@ impl Recorded {
             }
             for e in r.events {
                 let Some(op) = file_op(e.op) else { continue };
+                let file = match slot_files.get(&e.slot) {
+                    Some(fi) => *fi,
+                    None => self.file(at, ""),
+                };
                 self.events.push(CallEvent {
                     process: at,
-                    path: slot_paths.get(&e.slot).cloned().unwrap_or_default(),
+                    file,
                     op,
                     tid: e.tid,
                     start_ns: e.start_ns,
@@ -336,26 +338,35 @@ impl Recorded {
     /// events and lost counters. A process the interposer recorded too
     /// gets the kernel's columns beside the interposer's.
     pub fn add_kernel(&mut self, k: KernelRecording) {
+        let program = |pid: &u32| k.programs.get(pid).map_or((0, ""), |(ppid, p)| (*ppid, p.as_str()));
+        let path = |file: &u32| k.paths.get(file).map_or("", String::as_str);
         for c in &k.cells {
-            let (ppid, program) = k.programs.get(&c.pid).cloned().unwrap_or_default();
-            let at = self.process(c.pid, ppid, &program);
-            if self.processes[at].images == 0 {
-                self.processes[at].images = 1;
-            }
-            let path = k.paths.get(&c.file).cloned().unwrap_or_default();
-            let fi = self.file(at, &path);
-            let (name, fop) = kernel::OPS[c.op];
+            let (ppid, name) = program(&c.pid);
+            let at = self.process(c.pid, ppid, name);
+            let fi = self.file(at, path(&c.file));
+            let (column, fop) = kernel::OPS[c.op];
             let p = &mut self.processes[at];
-            *p.calls.entry(name).or_default() += c.stats.count;
+            p.images = p.images.max(1);
+            *p.calls.entry(column).or_default() += c.stats.count;
             add_cell(&mut p.stats, fop, &c.stats);
             add_cell(&mut p.files[fi].stats, fop, &c.stats);
         }
+        // Per event, the process's and the file's index from a map made once.
+        let mut index: BTreeMap<(u32, u32), (usize, usize)> = BTreeMap::new();
         for e in &k.events {
-            let (ppid, program) = k.programs.get(&e.pid).cloned().unwrap_or_default();
-            let process = self.process(e.pid, ppid, &program);
+            let (process, file) = match index.get(&(e.pid, e.file)) {
+                Some(at) => *at,
+                None => {
+                    let (ppid, name) = program(&e.pid);
+                    let at = self.process(e.pid, ppid, name);
+                    let fi = self.file(at, path(&e.file));
+                    index.insert((e.pid, e.file), (at, fi));
+                    (at, fi)
+                }
+            };
             self.events.push(CallEvent {
                 process,
-                path: k.paths.get(&e.file).cloned().unwrap_or_default(),
+                file,
                 op: kernel::OPS[e.op].1,
                 tid: e.tid,
                 start_ns: e.start_ns,
@@ -387,7 +398,7 @@ impl Recorded {
             let bytes = matches!(e.op, FileOp::Read | FileOp::Write).then_some(e.result).filter(|_| ok);
             f(&FileEvent {
                 op: e.op,
-                file: &e.path,
+                file: &p.files[e.file].path,
                 buffer_size: 0,
                 offset: u64::try_from(e.offset).ok(),
                 bytes: bytes.map(|b| b as u64),

@@ -177,9 +177,10 @@ struct {
 	__type(value, __u32);
 } paths SEC(".maps");
 
+// The next file id the kernel gives (entry 0).
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
@@ -289,11 +290,10 @@ static __always_inline __u32 size_bucket(__u64 bytes)
 	return b >= SIZE_BUCKETS ? SIZE_BUCKETS - 1 : b;
 }
 
-// Count one call on file `file` by the current process.
-static __always_inline void account(__u32 op, __u32 file, __u64 start, long ret,
+// Count one call on file `file` by thread `id` (tgid << 32 | tid).
+static __always_inline void account(__u64 id, __u32 op, __u32 file, __u64 start, long ret,
 				    __u64 bytes, int is_size, __s64 fd, __s64 offset)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 	__u64 dur = now > start ? now - start : 0;
 	struct cell_key key = { .tgid = id >> 32, .file = file, .op = op };
@@ -339,10 +339,10 @@ static __always_inline void account(__u32 op, __u32 file, __u64 start, long ret,
 	}
 }
 
-// The file id of a watched descriptor, or -1.
-static __always_inline __s64 fd_file(__s32 fd)
+// The file id of process `tgid`'s descriptor `fd` if it is watched, or -1.
+static __always_inline __s64 fd_file(__u32 tgid, __s32 fd)
 {
-	struct fd_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd };
+	struct fd_key k = { .tgid = tgid, .fd = fd };
 	__u32 *f = bpf_map_lookup_elem(&fds, &k);
 	return f ? (__s64)*f : -1;
 }
@@ -415,16 +415,16 @@ static __always_inline __s64 path_file(const char *upath)
 	return id;
 }
 
-static __always_inline void remember_fd(__s32 fd, __u32 file)
+static __always_inline void remember_fd(__u32 tgid, __s32 fd, __u32 file)
 {
-	struct fd_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd };
+	struct fd_key k = { .tgid = tgid, .fd = fd };
 	if (bpf_map_update_elem(&fds, &k, &file, BPF_ANY))
 		count_lost(LOST_FDS);
 }
 
-static __always_inline void forget_fd(__s32 fd)
+static __always_inline void forget_fd(__u32 tgid, __s32 fd)
 {
-	struct fd_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd };
+	struct fd_key k = { .tgid = tgid, .fd = fd };
 	bpf_map_delete_elem(&fds, &k);
 }
 
@@ -446,18 +446,19 @@ static const __u8 sysop[NR_MAX] = {
 	[439] = OP_FACCESSAT2 + 1,
 };
 
-// A call begins: remember it if it is counted and its process watched.
-static __always_inline int enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4)
+// The operation + 1 of system call `nr` if it is counted and process
+// `tgid` watched, else 0: all that a call not counted pays.
+static __always_inline __u8 counted(long nr, __u32 tgid)
 {
 	if (nr < 0 || nr >= NR_MAX)
 		return 0;
 	__u8 op = sysop[nr];
-	if (!op)
-		return 0;
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!watched(id >> 32))
-		return 0;
-	__u32 tid = (__u32)id;
+	return op && watched(tgid) ? op : 0;
+}
+
+// A counted call of thread `tid` begins (`op` from `counted`): remember it.
+static __always_inline int enter(__u32 tid, __u8 op, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4)
+{
 	// The entry of this thread is written in place (a hash update would
 	// take a new element each call).
 	struct call *c = bpf_map_lookup_elem(&starts, &tid);
@@ -483,16 +484,15 @@ static __always_inline int enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
-	long nr = ctx->args[1];
-	if (nr < 0 || nr >= NR_MAX || !sysop[nr])
-		return 0;
-	if (!watched(bpf_get_current_pid_tgid() >> 32))
+	__u64 id = bpf_get_current_pid_tgid();
+	__u8 op = counted(ctx->args[1], id >> 32);
+	if (!op)
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
 	struct regs_args r;
 	if (bpf_probe_read_kernel(&r, sizeof(r), &regs->r10))
 		return 0;
-	return enter(nr, r.di, r.si, r.dx, r.r10, r.r8);
+	return enter((__u32)id, op, r.di, r.si, r.dx, r.r10, r.r8);
 }
 
 // The syscall tracepoints' records (the format files in
@@ -517,13 +517,17 @@ struct syscall_exit {
 SEC("tracepoint/syscalls/sys_enter_read")
 int tp_enter(struct syscall_enter *ctx)
 {
-	// Copied, not read in place: one program serves calls of one to six
-	// arguments, and the kernel refuses a program whose direct reads pass
-	// the end of the shortest record (close's).
+	__u64 id = bpf_get_current_pid_tgid();
+	__u8 op = counted(ctx->nr, id >> 32);
+	if (!op)
+		return 0;
+	// The arguments copied, not read in place: one program serves calls of
+	// one to six arguments, and the kernel refuses a program whose direct
+	// reads pass the end of the shortest record (close's).
 	struct syscall_enter e;
 	if (bpf_probe_read_kernel(&e, sizeof(e), ctx))
 		return 0;
-	return enter(e.nr, e.args[0], e.args[1], e.args[2], e.args[3], e.args[4]);
+	return enter((__u32)id, op, e.args[0], e.args[1], e.args[2], e.args[3], e.args[4]);
 }
 
 // How an operation finds its file.
@@ -533,7 +537,8 @@ enum kind { K_FD, K_OPEN, K_PATH, K_AT };
 static __always_inline int leave(long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (!watched(id >> 32))
+	__u32 tgid = id >> 32;
+	if (!watched(tgid))
 		return 0;
 	__u32 tid = (__u32)id;
 	struct call *cp = bpf_map_lookup_elem(&starts, &tid);
@@ -633,7 +638,7 @@ static __always_inline int leave(long ret)
 	}
 	if (kind == K_FD) {
 		fd = (__s32)value;
-		file = fd_file(fd);
+		file = fd_file(tgid, fd);
 	} else {
 		file = path_file((const char *)value);
 		if (kind == K_OPEN)
@@ -641,18 +646,18 @@ static __always_inline int leave(long ret)
 	}
 	// A descriptor dup2/dup3 replace is no longer on its old file.
 	if ((c.op == OP_DUP2 || c.op == OP_DUP3) && ret >= 0)
-		forget_fd((__s32)ret);
+		forget_fd(tgid, (__s32)ret);
 	if (file < 0)
 		return 0;
-	account(c.op, file, c.start, ret, bytes, is_size, fd, offset);
+	account(id, c.op, file, c.start, ret, bytes, is_size, fd, offset);
 	switch (c.op) {
 	case OP_OPEN: case OP_OPENAT: case OP_CREAT:
 	case OP_DUP: case OP_DUP2: case OP_DUP3: case OP_FCNTL_DUP:
 		if (ret >= 0)
-			remember_fd((__s32)ret, file);
+			remember_fd(tgid, (__s32)ret, file);
 		break;
 	case OP_CLOSE:
-		forget_fd(fd);
+		forget_fd(tgid, fd);
 		break;
 	default:
 		break;
