@@ -12,6 +12,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
+    // The interposer is Linux's (LD_PRELOAD): a build for another system
+    // (Windows) has no `record` to embed it in.
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let krate = root.join("crates/kbx-preload");
     for p in ["src", "Cargo.toml", "Cargo.lock"] {

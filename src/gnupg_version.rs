@@ -43,7 +43,8 @@ impl GnupgVersion {
 
     /// The read buffer this version uses for a keybox when none is given:
     /// 8 KiB (2.2's stream buffer) or 64 KiB (2.4's `--kbx-buffer-size`
-    /// default), in KiB.
+    /// default), in KiB, on Unix (`BufferSize::gnupg_default` gives this
+    /// system's: 128 KiB for 2.4 on Windows).
     pub fn default_buffer_kib(self) -> u64 {
         match self {
             Self::V2_2 => 8,

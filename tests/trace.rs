@@ -185,7 +185,7 @@ fn sweeps_have_a_span_per_size_and_run() {
     assert_eq!(runs, [(1, 2), (2, 2), (1, 2), (2, 2)]);
     assert_eq!(begun("warmup").len(), 2);
     let o = run(["--io-summary=json", "sweep", kbx.to_str().unwrap(), "--sizes", "8"]);
-    assert_eq!(o.status.code(), Some(2), "one summary cannot describe several sizes: {}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "JSON is --export-json's: {}", stderr(&o));
 }
 
 /// The `--lookup index` validation's signature checks run on named worker

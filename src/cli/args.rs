@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::parse::{
-    count, count_usize, keybox_path, parse_duration, parse_file_size, parse_listen, parse_push_url, parse_size,
+    count, count_usize, keybox_path, parse_duration, parse_file_api, parse_file_size, parse_listen, parse_push_url, parse_size,
     parse_time, parse_workload, workload_help, PushUrl,
 };
 use kbxscope::gnupg_version::GnupgVersion;
-use kbxscope::io::BufferSize;
+use kbxscope::io::{BufferSize, FileApi};
 use kbxscope::sweep::export::Format;
 
 /// Where the guide is, under the top-level `--help`.
@@ -25,7 +25,8 @@ pub struct Cli {
     /// (0 = the 8 KiB stream default, others round up to a multiple of
     /// 8 KiB); with a unit it is exact (4096B, 12k, 12KiB, 1M, 1MiB);
     /// 'unbuffered' sends every read to the operating system. At most 1 GiB.
-    /// Default: the GnuPG version's (64 KiB for 2.4, 8 KiB for 2.2).
+    /// Default: the GnuPG version's (64 KiB for 2.4, 128 KiB on Windows;
+    /// 8 KiB for 2.2).
     #[arg(long, global = true, help_heading = "Global options", value_name = "SIZE")]
     pub kbx_buffer_size: Option<BufferSize>,
 
@@ -39,6 +40,15 @@ pub struct Cli {
     /// --program) the model is that program's version.
     #[arg(long, global = true, help_heading = "Global options", value_name = "VERSION", default_value = "2.4")]
     pub gnupg_version: GnupgVersion,
+
+    /// The system calls that open, read, seek and close a keybox: posix on
+    /// Unix; on Windows win32 (the default: CreateFileW, ReadFile, as
+    /// GnuPG's keybox code) or crt (the C runtime's _wopen, _read,
+    /// _lseeki64, _close). sweep takes several, comma-separated, and puts
+    /// them side by side at each size.
+    #[arg(long, global = true, help_heading = "Global options", value_name = "API", value_delimiter = ',',
+          value_parser = parse_file_api)]
+    pub file_api: Vec<FileApi>,
 
     /// After the command, print the file events per operation, bytes read,
     /// logical reads and time per operation to stderr.
@@ -406,8 +416,8 @@ pub struct ListArgs {
     #[arg(long)]
     pub check_sigs: bool,
     /// gpg-agent trustlist of the trusted roots. Default: KEYBOX.trustlist.txt
-    /// next to a generated keybox, else $GNUPGHOME/trustlist.txt, else
-    /// ~/.gnupg/trustlist.txt.
+    /// next to a generated keybox, else trustlist.txt in the GnuPG home
+    /// ($GNUPGHOME, else ~/.gnupg; on Windows %APPDATA%\gnupg).
     #[arg(long, value_name = "FILE", requires = "with_validation")]
     pub trustlist: Option<PathBuf>,
     /// Check validity periods (--with-validation), or judge keys' expiry

@@ -2,7 +2,8 @@
 //! can be finished (the trace), remove every temporary file, exit with
 //! 128 + the signal's number (130, 143) as shells expect.
 //!
-//! The watcher is a thread (signal-hook's iterator) started only when the
+//! The watcher (`kbxscope::io::watch_stops`: a thread of signal-hook's on
+//! Unix, the console's handler on Windows, where Ctrl-C exits 130) starts only when the
 //! first temporary file or hook is registered: a command that writes
 //! nothing stays single-threaded, so its `read(2)` calls cost what they
 //! cost (a second thread makes each one dearer).
@@ -16,8 +17,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 use std::time::Duration;
 
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use kbxscope::io::Stop;
 
 /// Run when a signal ends the process, before temporary files are removed;
 /// given the signal's name.
@@ -43,14 +43,11 @@ pub fn watch() {
     WATCHER.call_once(|| {
         // Without a watcher the default actions stay: the process ends
         // and the temporary files stay behind, as before.
-        let Ok(mut signals) = Signals::new([SIGINT, SIGTERM]) else { return };
-        let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
-            for signal in signals.forever() {
-                let waiter = WAITER.lock().unwrap_or_else(PoisonError::into_inner).take();
-                match waiter {
-                    Some(waiter) if waiter.send(name(signal)).is_ok() => {}
-                    _ => interrupted(signal),
-                }
+        kbxscope::io::watch_stops(|stop| {
+            let waiter = WAITER.lock().unwrap_or_else(PoisonError::into_inner).take();
+            match waiter {
+                Some(waiter) if waiter.send(stop.name).is_ok() => {}
+                _ => interrupted(stop),
             }
         });
     });
@@ -88,9 +85,10 @@ pub fn on_interrupt(hook: Hook) {
 }
 
 /// Wait until `limit` has passed (with `None`, forever) or SIGINT or
-/// SIGTERM comes: the first signal ends the wait instead of the process
+/// SIGTERM (Ctrl-C) comes: the first signal ends the wait instead of the process
 /// (a second one ends the process as usual). The signal's name, if one
-/// came.
+/// came. (`record --pid` waits so, on Linux.)
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub fn wait_for_signal(limit: Option<Duration>) -> Option<&'static str> {
     watch();
     let (tx, rx) = channel();
@@ -103,16 +101,8 @@ pub fn wait_for_signal(limit: Option<Duration>) -> Option<&'static str> {
     got
 }
 
-fn name(signal: i32) -> &'static str {
-    if signal == SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
-    }
-}
-
-fn interrupted(signal: i32) -> ! {
-    let name = name(signal);
+fn interrupted(stop: Stop) -> ! {
+    let name = stop.name;
     let hooks = std::mem::take(&mut registry().hooks);
     for hook in hooks {
         hook(name);
@@ -125,5 +115,5 @@ fn interrupted(signal: i32) -> ! {
     // The replays' private directories, with all in them.
     kbxscope::io::update::PrivateCopy::remove_all();
     eprintln!("kbxscope: interrupted ({name})");
-    std::process::exit(128 + signal);
+    std::process::exit(stop.exit_code);
 }

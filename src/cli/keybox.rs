@@ -104,23 +104,18 @@ impl Trust {
     pub fn warn_if_none(&self) {
         if self.none_found {
             eprintln!(
-                "kbxscope: no trustlist found (tried KEYBOX.trustlist.txt, STEM.trustlist.txt, $GNUPGHOME and \
-                 ~/.gnupg): no root is trusted"
+                "kbxscope: no trustlist found (tried KEYBOX.trustlist.txt, STEM.trustlist.txt and the GnuPG \
+                 home: $GNUPGHOME, else ~/.gnupg or %APPDATA%\\gnupg): no root is trusted"
             );
         }
     }
 }
 
 /// The trustlist for validating `keybox`: the one given, else the one next
-/// to it ([`trustlist_next_to`]), else `$GNUPGHOME/trustlist.txt`, else
-/// `~/.gnupg/trustlist.txt`. Without any, nothing is trusted.
+/// to it ([`trustlist_next_to`]), else the one in the user's GnuPG home
+/// ([`kbxscope::io::gnupg_home`]). Without any, nothing is trusted.
 pub fn trustlist_for(keybox: &Path, given: Option<&Path>) -> Result<Trust> {
-    let home = |v: &str| std::env::var_os(v).filter(|x| !x.is_empty()).map(PathBuf::from);
-    let candidates = [
-        trustlist_next_to(keybox),
-        home("GNUPGHOME").map(|h| h.join("trustlist.txt")),
-        home("HOME").map(|h| h.join(".gnupg").join("trustlist.txt")),
-    ];
+    let candidates = [trustlist_next_to(keybox), kbxscope::io::gnupg_home().map(|h| h.join("trustlist.txt"))];
     let path = match given {
         Some(p) => Some(p.to_path_buf()),
         None => candidates.into_iter().flatten().find(|p| is_file(p)),

@@ -11,6 +11,7 @@
 //! under the interposer), `exporter` (the metrics served, written, pushed), `trace`, `progress`, `render`.
 
 pub mod args;
+#[cfg(target_os = "linux")]
 mod attach;
 mod delete;
 pub mod exporter;
@@ -21,10 +22,13 @@ mod keybox;
 mod make;
 pub mod output;
 pub mod parse;
+#[cfg(target_os = "linux")]
 mod preloaded;
+#[cfg(target_os = "linux")]
 mod procfs;
 mod progress;
 mod read;
+#[cfg(target_os = "linux")]
 mod record;
 mod render;
 mod report;
@@ -33,6 +37,10 @@ mod sigs;
 mod store;
 pub mod sweep;
 pub mod trace;
+#[cfg(not(target_os = "linux"))]
+mod unavailable;
+#[cfg(not(target_os = "linux"))]
+use unavailable::{preloaded, record};
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -65,6 +73,10 @@ pub fn run(o: Options) -> Result<ExitCode> {
         Some(t) => Some(trace::install(&t.path, name, t.level, t.max_events)?),
         None => None,
     };
+    if let Some(api) = o.file_api {
+        // Resolve took only this system's APIs.
+        api.set_default()?;
+    }
     // After the recorder: the tally registers its metric handles.
     let tally = IoTally::new(o.buffer_size);
     let started = std::time::Instant::now();
@@ -90,8 +102,10 @@ pub fn run(o: Options) -> Result<ExitCode> {
     for change in tally.changes() {
         eprintln!("kbxscope: warning: the keybox {change}; each handle read one consistent file");
     }
-    // record prints its own summary (of the processes it recorded).
-    if let Some(format) = o.summary.filter(|_| !record) {
+    // record prints its own summary (of the processes it recorded), a
+    // sweep's table its sizes' (per operation).
+    let own_summary = record || matches!(o.job, Job::Sweep(_));
+    if let Some(format) = o.summary.filter(|_| !own_summary) {
         let stats = tally.snapshot();
         let text = match format {
             SummaryFormat::Json => summary_json(&stats, &tally.files())? + "\n",

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use kbxscope::io::FileApi;
 use kbxscope::sweep::{SweepSize, WorkloadKind};
 
 /// A command-line value that does not parse: the one-line message clap
@@ -65,9 +66,17 @@ pub fn workload_help() -> String {
     format!("What each run does: {}", each.join(", "))
 }
 
+/// One `--file-api` name (whether this system has it is resolve's question).
+pub fn parse_file_api(s: &str) -> Result<FileApi, BadValue> {
+    FileApi::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = FileApi::ALL.iter().map(|a| a.name()).collect();
+        BadValue(format!("unknown file API (one of: {})", names.join(", ")))
+    })
+}
+
 /// Parse one `--sizes` entry, keeping how it was written.
 pub fn parse_size(s: &str) -> Result<SweepSize, BadValue> {
-    s.parse().map(|size| SweepSize { label: s.to_string(), size }).map_err(|e| BadValue(format!("{e}")))
+    s.parse().map(|size| SweepSize { label: s.to_string(), size, api: None }).map_err(|e| BadValue(format!("{e}")))
 }
 
 /// `--linger`: `30s`, `500ms`, `2m`, or a number of seconds; at most a day.

@@ -300,7 +300,7 @@ fn read_head(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// The GnuPG home PROGRAM will use: `--homedir` in its arguments, else
-/// `$GNUPGHOME`, else `~/.gnupg`.
+/// the user's ([`kbxscope::io::gnupg_home`]).
 fn gnupg_home(args: &[OsString]) -> Option<PathBuf> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -315,10 +315,7 @@ fn gnupg_home(args: &[OsString]) -> Option<PathBuf> {
             break;
         }
     }
-    std::env::var_os("GNUPGHOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".gnupg")))
+    kbxscope::io::gnupg_home()
 }
 
 /// The GnuPG daemons already listening for PROGRAM's home, with their

@@ -20,7 +20,7 @@ use super::gnupg::Program;
 use super::parse::keybox_path;
 use super::trace::TraceLevel;
 use kbxscope::gnupg_version::GnupgVersion;
-use kbxscope::io::BufferSize;
+use kbxscope::io::{BufferSize, FileApi};
 use kbxscope::kbx::search::Pattern;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::Mode;
@@ -33,6 +33,8 @@ use kbxscope::workload::TypeFilter;
 pub struct Options {
     /// `--kbx-buffer-size`, else the GnuPG version's own.
     pub buffer_size: BufferSize,
+    /// `--file-api` (the first, for sweep), else the system's default.
+    pub file_api: Option<FileApi>,
     /// `--gnupg-version`.
     pub version: GnupgVersion,
     /// `--io-summary`.
@@ -61,6 +63,8 @@ pub struct TraceOptions {
 impl TraceOptions {
     /// How many per-call events a recorded program may leave for the
     /// trace (`--trace-level event` only), capped at `cap`.
+    // Only `record` asks (Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub fn recorded_events(&self, cap: u64) -> Option<u64> {
         (self.level >= TraceLevel::Event).then(|| self.max_events.min(cap))
     }
@@ -161,6 +165,11 @@ pub struct SweepJob {
     pub gnupg: Option<GnupgChoice>,
     /// `--gnupg-version` (a GnuPG program run beside has its own).
     pub version: GnupgVersion,
+    /// `--file-api` with several values: each size is run with each, side
+    /// by side (empty: one API, the process's).
+    pub apis: Vec<FileApi>,
+    /// `--io-summary`: the table's events per operation.
+    pub per_op: bool,
 }
 
 /// The GnuPG program a sweep runs beside its own runs (`--with-gpgsm`,
@@ -175,8 +184,9 @@ pub struct GnupgChoice {
     pub option: &'static str,
 }
 
-/// `record`, resolved.
+/// `record`, resolved (read by `record`, which is Linux's).
 #[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub struct RecordJob {
     /// PROGRAM and its arguments.
     pub program: Vec<OsString>,
@@ -226,7 +236,7 @@ fn usage(kind: clap::error::ErrorKind, message: impl std::fmt::Display) -> clap:
 /// # Errors
 /// A usage error clap cannot find by itself: `--lookup` without a
 /// listing that looks anything up, two of `sweep`'s outputs on stdout,
-/// `--io-summary` with `sweep`, `find`'s keybox or patterns.
+/// `--io-summary=json` with `sweep`, `find`'s keybox or patterns.
 pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
     let telemetry = TelemetryOptions {
         listen: cli.metrics_listen,
@@ -245,12 +255,30 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Convert(a) => Job::Convert(a),
         Command::Import(a) => Job::Import(a),
         Command::Delete(a) => Job::Delete(a),
-        Command::Sweep(a) => Job::Sweep(Box::new(sweep(a, cli.io_summary.is_some(), now, cli.gnupg_version)?)),
+        Command::Sweep(a) => {
+            let apis = if cli.file_api.len() > 1 { cli.file_api.clone() } else { Vec::new() };
+            Job::Sweep(Box::new(sweep(a, cli.io_summary, now, cli.gnupg_version, apis)?))
+        }
         Command::Record(a) => Job::Record(record(a)),
     };
     let version = cli.gnupg_version;
-    let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::Bytes(version.default_buffer_kib() as usize * 1024));
-    Ok(Options { buffer_size, version, summary: cli.io_summary, telemetry, trace, now, job })
+    let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::gnupg_default(version.default_buffer_kib()));
+    let file_api = file_apis(&cli.file_api, &job)?;
+    Ok(Options { buffer_size, file_api, version, summary: cli.io_summary, telemetry, trace, now, job })
+}
+
+/// `--file-api`: each one this system has; several only for `sweep`
+/// (whose job keeps them all); the first is the process's.
+fn file_apis(apis: &[FileApi], job: &Job) -> Result<Option<FileApi>, clap::Error> {
+    if let Some(missing) = apis.iter().find(|a| !a.available()) {
+        let e = kbxscope::io::UnavailableApi(*missing);
+        return Err(usage(clap::error::ErrorKind::ValueValidation, format!("invalid value for '--file-api': {e}")));
+    }
+    if apis.len() > 1 && !matches!(job, Job::Sweep(_)) {
+        let msg = "only sweep takes several '--file-api' values (to put them side by side)";
+        return Err(usage(clap::error::ErrorKind::ArgumentConflict, msg));
+    }
+    Ok(apis.first().copied())
 }
 
 impl From<LookupArg> for Strategy {
@@ -312,19 +340,24 @@ fn find(a: FindArgs) -> Result<Job, clap::Error> {
 }
 
 /// `sweep`, resolved at time `now`, after its checks: at most one of its
-/// outputs on stdout; no `--io-summary` (one summary is one buffer size;
-/// a sweep runs several); the GnuPG program beside it goes with the
+/// outputs on stdout; `--io-summary` as the table's columns per operation
+/// (JSON is `--export-json`'s); the GnuPG program beside it goes with the
 /// workload.
-fn sweep(a: SweepArgs, io_summary: bool, now: i64, version: GnupgVersion) -> Result<SweepJob, clap::Error> {
+fn sweep(
+    a: SweepArgs,
+    io_summary: Option<SummaryFormat>,
+    now: i64,
+    version: GnupgVersion,
+    apis: Vec<FileApi>,
+) -> Result<SweepJob, clap::Error> {
     let to_stdout = a.exports.0.iter().map(|(_, p)| p).chain(a.plot.as_ref()).filter(|p| p.as_os_str() == "-").count();
     if to_stdout > 1 {
         let options: Vec<String> = Format::ALL.iter().map(|f| format!("--{}", f.option())).collect();
         let msg = format!("only one of {} and --plot can write to stdout ('-')", options.join(", "));
         return Err(usage(clap::error::ErrorKind::ArgumentConflict, msg));
     }
-    if io_summary {
-        let msg = "'--io-summary' does not apply to sweep: its table (and --export-json) gives each size's file \
-                   events";
+    if io_summary == Some(SummaryFormat::Json) {
+        let msg = "'--io-summary=json' does not apply to sweep: --export-json gives each size's file events as JSON";
         return Err(usage(clap::error::ErrorKind::ArgumentConflict, msg));
     }
     let workload = a.workload.clone().with(Strategy::from(a.lookup));
@@ -346,7 +379,8 @@ fn sweep(a: SweepArgs, io_summary: bool, now: i64, version: GnupgVersion) -> Res
         }
         (None, None, None, _) => None,
     };
-    Ok(SweepJob { at: a.at.unwrap_or(now), workload, gnupg, version, args: a })
+    let per_op = io_summary.is_some();
+    Ok(SweepJob { at: a.at.unwrap_or(now), workload, gnupg, version, apis, per_op, args: a })
 }
 
 fn record(a: RecordArgs) -> RecordJob {
@@ -395,6 +429,6 @@ mod tests {
         assert_eq!(err(&["k", "list", "--lookup", "index", "x.kbx"]), clap::error::ErrorKind::MissingRequiredArgument);
         assert_eq!(err(&["k", "find", "x.kbx", "#"]), clap::error::ErrorKind::ValueValidation);
         assert_eq!(err(&["k", "find", "-", "alice"]), clap::error::ErrorKind::ValueValidation);
-        assert_eq!(err(&["k", "--io-summary", "sweep"]), clap::error::ErrorKind::ArgumentConflict);
+        assert_eq!(err(&["k", "--io-summary=json", "sweep"]), clap::error::ErrorKind::ArgumentConflict);
     }
 }

@@ -19,7 +19,7 @@ use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::store::{Store, StoreKind};
 use kbxscope::sweep::export::{Exporter, Table};
-use kbxscope::sweep::{self, plot, Comparison, Progress, SweepError, Workload};
+use kbxscope::sweep::{self, plot, Comparison, Progress, SweepError, SweepSize, Workload};
 use kbxscope::workload::import::Incoming;
 
 /// An export destination, opened before the runs (a bad path fails fast).
@@ -46,7 +46,7 @@ fn finish_sink(sink: Sink, bytes: Vec<u8>) -> Result<()> {
 /// Run the sweep and print the table (on stderr when an export or the
 /// plot goes to stdout, so that stdout holds only that).
 pub fn run(job: &SweepJob) -> Result<ExitCode> {
-    let SweepJob { args: a, workload, at, gnupg, version } = job;
+    let SweepJob { args: a, workload, at, gnupg, version, apis, per_op } = job;
     let exports = a.exports.0.iter().map(|(f, p)| Ok((*f, open_sink(p)?))).collect::<Result<Vec<_>>>()?;
     let plot_sink = a.plot.as_deref().map(open_sink).transpose()?;
     let stdout_taken = exports.iter().map(|(_, s)| s).chain(&plot_sink).any(|s| matches!(s, Sink::Stdout));
@@ -104,6 +104,13 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         (true, false) => sweep::default_sizes(),
         (true, true) => cache_sizes.clone(),
     };
+    // Several file APIs: each size with each, side by side (a database is
+    // read through SQLite's own calls: one row per size).
+    let sizes: Vec<SweepSize> = if apis.is_empty() || keyboxd {
+        sizes
+    } else {
+        sizes.iter().flat_map(|s| apis.iter().map(|api| s.with_api(*api))).collect()
+    };
     let mut gnupg = match gnupg {
         Some(c) => {
             let given = (c.path.as_os_str() != c.program.tool()).then_some(c.path.as_path());
@@ -151,7 +158,7 @@ pub fn run(job: &SweepJob) -> Result<ExitCode> {
         super::interrupt::settle(&at, || drop(tmp));
     }
     trust.warn_if_none();
-    let text = Table { wide: a.wide }.render(&result);
+    let text = Table { wide: a.wide, per_op: *per_op }.render(&result);
     if stdout_taken {
         std::io::stderr().write_all(&text)?;
     } else {

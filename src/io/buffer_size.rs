@@ -43,6 +43,14 @@ impl BufferSize {
         }
     }
 
+    /// GnuPG's keybox buffer on this system, for a version whose buffer
+    /// on Unix is `unix_kib` KiB: the same, but on Windows, where GnuPG 2.4
+    /// reads keyboxes through 128 KiB instead of Unix's 64 KiB.
+    pub fn gnupg_default(unix_kib: u64) -> Self {
+        let kib = if unix_kib == 64 { super::sys::GNUPG_64K_HERE_KIB } else { unix_kib };
+        Self::Bytes(kib as usize * KIB as usize)
+    }
+
     /// GnuPG's `--kbx-buffer-size N` (N in KiB): 0 → 8 KiB default,
     /// otherwise rounded up to a multiple of 8 KiB.
     pub(crate) fn from_gnupg_kib(kib: u64) -> Result<Self, BufferSizeError> {

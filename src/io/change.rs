@@ -5,7 +5,8 @@
 use serde::Serialize;
 
 /// What identifies the file a handle opened: device, inode, size and
-/// modification time, from the `fstat` every open makes anyway.
+/// modification time, from the stat every open makes anyway (on Windows:
+/// volume serial number, file index, size, last write time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileIdentity {
     /// Device.
@@ -16,18 +17,6 @@ pub(crate) struct FileIdentity {
     pub len: u64,
     /// Modification time, nanoseconds since the epoch.
     pub mtime_ns: i128,
-}
-
-impl FileIdentity {
-    pub(super) fn of(m: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        Self {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-        }
-    }
 }
 
 /// How the keybox changed while kbxscope read it. Serializes with a

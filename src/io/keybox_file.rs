@@ -1,25 +1,23 @@
 //! Opening and closing a keybox file, counted.
 //!
 //! [`KeyboxFile::open`] is the only place kbxscope opens a keybox. It
-//! opens **read-only** (`O_RDONLY`, never a write mode), with
+//! opens **read-only** (never a write mode) through the system's calls
+//! (`sys`, with the tally's [`FileApi`](super::FileApi)): on Unix with
 //! `O_NONBLOCK` so that a FIFO without a writer cannot hang the open, and
 //! with `O_NOATIME` so that reading does not even change the access time
 //! (the kernel allows that flag only to the file's owner; on `EPERM` the
-//! open is retried without it, and both attempts are counted). One
-//! `fstat` (`statx`) then rejects anything that is not a regular file.
-//! Dropping the handle closes the file (one `close(2)`) and adds the
-//! handle's counters to its [`IoTally`].
+//! open is retried without it, and both attempts are counted). One stat
+//! then rejects anything that is not a regular file. Dropping the handle
+//! closes the file (one system call) and adds the handle's counters to its
+//! [`IoTally`].
 
-use std::fs::{File, OpenOptions};
 use std::io;
 use std::ops::{Deref, DerefMut};
-use std::os::fd::IntoRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::buffered::BufferedReader;
-use super::change::FileIdentity;
 use super::event::{timed, tracing_events};
+use super::sys::{self, FileKind, SysFile};
 use super::tally::IoTally;
 use crate::events::Reporter;
 use crate::events::{FileOp, IoStats};
@@ -50,53 +48,13 @@ pub enum OpenError {
 /// An open keybox: a [`BufferedReader`] over the file, closed on drop.
 #[derive(Debug)]
 pub struct KeyboxFile {
-    reader: Option<BufferedReader<File>>,
+    reader: Option<BufferedReader<SysFile>>,
     tally: IoTally,
 }
 
-/// Close the file with exactly one `close(2)`, timed and counted.
-///
-/// Dropping a `File` would do the same in release builds, but debug builds
-/// of the standard library first call `fcntl(fd, F_GETFD)` to check that the
-/// descriptor is still open: an extra system call on the keybox that the
-/// counts would have to leave out. So the descriptor is closed by hand.
-fn timed_close(file: File, stats: &mut IoStats, trace: bool) {
-    let fd = file.into_raw_fd();
-    let _ = timed(
-        stats,
-        trace,
-        FileOp::Close,
-        None,
-        || {
-            // SAFETY: `into_raw_fd` handed us sole ownership of `fd`, which
-            // is open (it came from a successful open) and is closed here
-            // exactly once; nothing else refers to it afterwards.
-            #[allow(unsafe_code)]
-            let rc = unsafe { libc::close(fd) };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        },
-        |_| None,
-    );
-}
-
-fn file_kind(ft: std::fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "directory"
-    } else if ft.is_fifo() {
-        "FIFO"
-    } else if ft.is_char_device() {
-        "character device"
-    } else if ft.is_block_device() {
-        "block device"
-    } else if ft.is_socket() {
-        "socket"
-    } else {
-        "special file"
-    }
+/// Close the file with exactly one system call, timed and counted.
+fn timed_close(file: SysFile, stats: &mut IoStats, trace: bool) {
+    let _ = timed(stats, trace, FileOp::Close, None, || file.close(), |_| None);
 }
 
 impl KeyboxFile {
@@ -109,12 +67,12 @@ impl KeyboxFile {
         let trace = tracing_events();
         let mut stats = tally.fresh_stats();
         let reporter = tally.observer.clone().map(|o| Reporter::new(o, stats.buffer_size));
-        let mut open = |flags: i32| {
-            let opener = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | flags).clone();
-            timed(&mut stats, trace, FileOp::Open, None, || opener.open(path), |_| None)
+        let api = tally.file_api();
+        let mut open = |noatime: bool| {
+            timed(&mut stats, trace, FileOp::Open, None, || sys::open_read_only(path, api, noatime), |_| None)
         };
-        let opened = match open(libc::O_NOATIME) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0),
+        let opened = match open(true) {
+            Err(e) if sys::retry_plain(&e) => open(false),
             other => other,
         };
         let file = match opened {
@@ -124,10 +82,12 @@ impl KeyboxFile {
                 return Err(OpenError::Io { path: path.to_path_buf(), error });
             }
         };
-        let meta = timed(&mut stats, trace, FileOp::Stat, None, || file.metadata(), |_| None);
-        let identity = match meta {
-            Ok(meta) if meta.file_type().is_file() => Ok(FileIdentity::of(&meta)),
-            Ok(meta) => Err(OpenError::NotRegular { path: path.to_path_buf(), kind: file_kind(meta.file_type()) }),
+        let stat = timed(&mut stats, trace, FileOp::Stat, None, || file.stat(), |_| None);
+        let identity = match stat {
+            Ok(sys::Stat { kind: FileKind::Regular, identity }) => Ok(identity),
+            Ok(sys::Stat { kind: FileKind::Other(kind), .. }) => {
+                Err(OpenError::NotRegular { path: path.to_path_buf(), kind })
+            }
             Err(error) => Err(OpenError::Io { path: path.to_path_buf(), error }),
         };
         let identity = match identity {
@@ -144,14 +104,14 @@ impl KeyboxFile {
         Ok(Self { reader: Some(reader), tally: tally.clone() })
     }
 
-    fn reader(&self) -> &BufferedReader<File> {
+    fn reader(&self) -> &BufferedReader<SysFile> {
         // Invariant: `reader` is `Some` from `open` until `drop`.
         self.reader.as_ref().expect("keybox handle used after close")
     }
 }
 
 impl Deref for KeyboxFile {
-    type Target = BufferedReader<File>;
+    type Target = BufferedReader<SysFile>;
 
     fn deref(&self) -> &Self::Target {
         self.reader()

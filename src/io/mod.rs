@@ -13,6 +13,8 @@
 //! * [`KeyboxFile`]: a read-only open of a path, closed on drop, adding its
 //!   counters to an [`IoTally`] (which also keeps closed handles' buffers
 //!   for reuse);
+//! * [`FileApi`]: which of the system's calls open, read, seek and close
+//!   it (`sys`: POSIX on Unix; Win32 or the C runtime on Windows);
 //! * [`IoObserver`](crate::events::IoObserver): who else receives the counters, as deltas (telemetry
 //!   implements it; `io` never imports telemetry);
 //! * `read_blob`: GnuPG's blob-at-a-time read pattern on top.
@@ -26,6 +28,7 @@ mod keybox_file;
 mod raw_read;
 mod source;
 pub mod sqlite;
+mod sys;
 mod tally;
 mod text;
 pub mod update;
@@ -44,6 +47,7 @@ pub use raw_read::RawRead;
 pub use source::MemoryOpener;
 pub use source::Opener;
 pub use source::PathOpener;
+pub use sys::{cpu_times, gnupg_home, monotonic_ns, watch_stops, CpuOf, FileApi, Stop, SysFile, UnavailableApi};
 pub use tally::IoTally;
 pub use text::ReadTextError;
 pub use text::{count_lines_containing, is_file, read_text};

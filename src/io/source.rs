@@ -54,7 +54,7 @@ impl PathOpener {
 }
 
 impl Opener for PathOpener {
-    type File = std::fs::File;
+    type File = super::sys::SysFile;
     type Handle = KeyboxFile;
 
     fn open(&self) -> Result<KeyboxFile, OpenError> {

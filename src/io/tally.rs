@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::buffer_size::BufferSize;
 use super::change::{KeyboxChange, Watch};
+use super::sys::FileApi;
 use crate::events::{observer, FileStats, IoObserver, IoStats, Reporter};
 
 /// The running total of the file events of every handle opened with it.
@@ -19,6 +20,7 @@ use crate::events::{observer, FileStats, IoObserver, IoStats, Reporter};
 #[derive(Clone)]
 pub struct IoTally {
     buffer_size: BufferSize,
+    api: FileApi,
     shared: Rc<RefCell<Shared>>,
     /// The process-wide observer when [`IoTally::new`] ran (telemetry on):
     /// without one the hot path does no metrics work at all.
@@ -30,6 +32,7 @@ impl std::fmt::Debug for IoTally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IoTally")
             .field("buffer_size", &self.buffer_size)
+            .field("api", &self.api)
             .field("total", &self.shared.borrow().total)
             .field("observed", &self.observer.is_some())
             .finish_non_exhaustive()
@@ -60,13 +63,26 @@ impl IoTally {
         let total = IoStats::new(buffer_size.bytes() as u64);
         let handles = IoStats::new(buffer_size.bytes() as u64);
         let shared = Shared { total, handles, files: Vec::new() };
-        Self { buffer_size, shared: Rc::new(RefCell::new(shared)), observer, watch: Rc::default() }
+        let api = FileApi::current();
+        Self { buffer_size, api, shared: Rc::new(RefCell::new(shared)), observer, watch: Rc::default() }
+    }
+
+    /// The same tally, its handles opened with `api` instead of the
+    /// process's default ([`FileApi::current`]); only before it counts.
+    pub fn with_file_api(mut self, api: FileApi) -> Self {
+        self.api = api;
+        self
+    }
+
+    /// The file API its handles open, read, seek and close with.
+    pub fn file_api(&self) -> FileApi {
+        self.api
     }
 
     /// A zeroed tally for another buffer size that compares the files its
     /// handles open with the same first file as this one (a sweep's sizes).
     pub(crate) fn sibling(&self, buffer_size: BufferSize) -> Self {
-        Self { watch: self.watch.clone(), ..Self::with_observer(buffer_size, self.observer.clone()) }
+        Self { watch: self.watch.clone(), api: self.api, ..Self::with_observer(buffer_size, self.observer.clone()) }
     }
 
     /// How the keybox changed while it was read: another file renamed into

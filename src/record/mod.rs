@@ -18,6 +18,7 @@
 
 pub mod elf;
 pub mod kernel;
+#[cfg(target_os = "linux")]
 pub mod preload;
 pub mod profile;
 

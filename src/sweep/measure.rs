@@ -6,14 +6,13 @@ use std::fmt;
 use std::path::Path;
 use std::time::Instant;
 
-use super::cpu;
 use super::error::SweepError;
 use super::result::{SizeResult, Sweep, SweepSize, Times};
 use super::workloads::Workload;
 use crate::events::IoStats;
 use crate::gnupg_version::GnupgVersion;
 use crate::io::update::PrivateCopy;
-use crate::io::{BufferSize, IoTally};
+use crate::io::{cpu_times, BufferSize, CpuOf, IoTally};
 use crate::kbx::search::Pattern;
 use crate::lookup::Strategy;
 use crate::openpgp::Judge;
@@ -193,7 +192,10 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
     // Every size's handles compare the file they open with the first one.
     let first = IoTally::new(plan.sizes.first().map_or_else(BufferSize::default, |s| s.size));
     for (i, &(s, bulk_import)) in rows.iter().enumerate() {
-        let tally = first.sibling(s.size);
+        let tally = match s.api {
+            Some(api) => first.sibling(s.size).with_file_api(api),
+            None => first.sibling(s.size),
+        };
         // `first` reads nothing: its changes are only the ones every size
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();
@@ -218,13 +220,13 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
         for k in 0..runs {
             step(false, k + 1, runs, done);
             let before = tally.snapshot();
-            let (u0, s0) = cpu::times(libc::RUSAGE_SELF);
+            let (u0, s0) = cpu_times(CpuOf::Myself);
             let run = tracing::info_span!(target: "kbx::sweep", "run", run = k + 1, of = runs).entered();
             let start = Instant::now();
             run_once(path, kind, plan, &tally, bulk_import)?;
             let elapsed = start.elapsed();
             drop(run);
-            let (u1, s1) = cpu::times(libc::RUSAGE_SELF);
+            let (u1, s1) = cpu_times(CpuOf::Myself);
             let after = tally.snapshot();
             one = delta(&after, &before);
             other_events =
@@ -240,6 +242,7 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
             label: if bulk_import { format!("{} bulk", s.label) } else { s.label.clone() },
             bulk_import,
             buffer_size: s.size.bytes() as u64,
+            file_api: s.api,
             events: one.events,
             bytes_read: one.bytes_read,
             logical_reads: one.logical_reads,

@@ -10,7 +10,6 @@
 //! [`Sweep`] is the whole result: what the table shows
 //! ([`export::Table`]) and, serialised as it is, the JSON export.
 
-mod cpu;
 mod error;
 pub mod export;
 mod measure;
@@ -153,5 +152,5 @@ pub fn run(path: &Path, plan: Plan<'_>, progress: &mut dyn FnMut(Progress)) -> R
 /// User and system CPU time of the waited-for children so far (a
 /// program's run is the difference around it).
 pub fn children_cpu_times() -> (std::time::Duration, std::time::Duration) {
-    cpu::times(libc::RUSAGE_CHILDREN)
+    crate::io::cpu_times(crate::io::CpuOf::Children)
 }

@@ -332,6 +332,7 @@ mod tests {
         SizeResult {
             label: label.into(),
             buffer_size: bytes,
+            file_api: None,
             bulk_import: false,
             events: PerOp { open: 1, read: reads, seek: 0, close: 1, stat: 1 },
             bytes_read: 0,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::workloads::Workload;
-use crate::io::BufferSize;
+use crate::io::{BufferSize, FileApi};
 
 /// Median of a non-empty slice (mean of the middle two for even lengths).
 pub fn median(v: &[f64]) -> f64 {
@@ -103,6 +103,16 @@ pub struct SweepSize {
     pub label: String,
     /// The buffer.
     pub size: BufferSize,
+    /// The file API of this row, when a sweep compares them (`sweep
+    /// --file-api win32,crt`); `None`: the process's.
+    pub api: Option<FileApi>,
+}
+
+impl SweepSize {
+    /// This size with the file API `api`.
+    pub fn with_api(&self, api: FileApi) -> Self {
+        Self { api: Some(api), ..self.clone() }
+    }
 }
 
 /// Results for one buffer size.
@@ -112,6 +122,9 @@ pub struct SizeResult {
     pub label: String,
     /// The buffer in bytes (0 = unbuffered).
     pub buffer_size: u64,
+    /// The file API of the row, when the sweep compares them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_api: Option<FileApi>,
     /// An import into keyboxd's database with gpg's `bulk-import` (one
     /// transaction for all keys); the label ends in ` bulk`.
     #[serde(skip_serializing_if = "is_false")]
@@ -167,14 +180,18 @@ impl SizeResult {
         self.events.total() + self.other_events
     }
 
-    /// The row's buffer for display, and gpg's `bulk-import` when it was
-    /// used: `8 KiB`, `2000 KiB, bulk import`.
+    /// The row's buffer for display, its file API when the sweep compares
+    /// them, and gpg's `bulk-import` when it was used: `8 KiB`, `64 KiB,
+    /// crt`, `2000 KiB, bulk import`.
     pub fn shown(&self) -> String {
-        if self.bulk_import {
-            format!("{}, bulk import", self.buffer())
-        } else {
-            self.buffer().to_string()
+        let mut s = self.buffer().to_string();
+        if let Some(api) = self.file_api {
+            s = format!("{s}, {api}");
         }
+        if self.bulk_import {
+            s += ", bulk import";
+        }
+        s
     }
 
     /// The buffer (0 bytes = unbuffered), for display: `8 KiB`, `unbuffered`.

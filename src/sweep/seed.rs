@@ -22,6 +22,7 @@ pub fn default_sizes() -> Vec<SweepSize> {
         .map(|(k, _, _)| SweepSize {
             label: k.to_string(),
             size: BufferSize::from_gnupg_kib(*k).expect("seed sizes are valid"),
+            api: None,
         })
         .collect()
 }
@@ -31,7 +32,7 @@ pub fn default_sizes() -> Vec<SweepSize> {
 pub fn default_cache_sizes() -> Vec<SweepSize> {
     ["64k", "256k", "1M", "2000k", "8M", "32M"]
         .iter()
-        .map(|k| SweepSize { label: k.to_string(), size: k.parse().expect("cache sizes are valid") })
+        .map(|k| SweepSize { label: k.to_string(), size: k.parse().expect("cache sizes are valid"), api: None })
         .collect()
 }
 

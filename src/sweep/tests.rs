@@ -20,6 +20,7 @@ fn sizes(labels: &[&str]) -> Vec<SweepSize> {
             size: l
                 .parse::<u64>()
                 .map_or_else(|_| l.parse().unwrap(), |k| crate::io::BufferSize::from_gnupg_kib(k).unwrap()),
+            api: None,
         })
         .collect()
 }
@@ -196,6 +197,7 @@ fn the_verdict_names_the_faster_store() {
     let row = |label: &str, mean: f64| SizeResult {
         label: label.into(),
         buffer_size: 8192,
+        file_api: None,
         bulk_import: false,
         events: Default::default(),
         bytes_read: 0,

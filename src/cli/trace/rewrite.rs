@@ -28,6 +28,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use kbxscope::io::monotonic_ns;
 use serde_json::{json, Map, Value};
 
 /// Arguments whose values are numbers (tracing-chrome records them as
@@ -61,19 +62,6 @@ pub struct Notes {
     /// `CLOCK_MONOTONIC` in ns at [`Notes::start`]: where recorded events
     /// (stamped on that clock) fall on the trace's time line.
     pub mono_start_ns: Mutex<u64>,
-}
-
-/// `CLOCK_MONOTONIC` now, in ns (the clock the interposer stamps calls with;
-/// `Instant` reads it too but does not show its value).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
 
 impl Notes {

@@ -22,6 +22,10 @@
 //! keyboxd to finish its transaction, then fails with "database is locked").
 
 mod pending;
+#[cfg(unix)]
+mod syscalls;
+#[cfg(not(unix))]
+#[path = "uncounted.rs"]
 mod syscalls;
 
 use std::marker::PhantomData;

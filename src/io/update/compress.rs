@@ -12,7 +12,7 @@
 use std::io;
 
 use super::copy::Streams;
-use super::files::{Access, Role};
+use super::files::{Access, Role, WriteMode};
 use super::{failed, KeyboxWriter, UpdateError};
 use crate::kbx::blob::IMAGELEN_LIMIT;
 
@@ -63,7 +63,7 @@ impl KeyboxWriter {
             }
             out.copied = true;
             let tmp =
-                s.files().open(Role::Tmp, Some((libc::O_CREAT | libc::O_TRUNC, 0o664))).map_err(|e| (Role::Tmp, e))?;
+                s.files().open(Role::Tmp, Some(WriteMode::Truncate(0o664))).map_err(|e| (Role::Tmp, e))?;
             s.set_target(tmp);
             let cut = now.saturating_sub(86_400);
             let (mut at, mut first) = (0u64, true);

@@ -4,12 +4,12 @@
 //! and the copy's stream). Each call is timed, counted on the file it
 //! names and traced like every other file event.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::super::event::{timed, tracing_events};
+use super::super::sys;
 use super::super::tally::IoTally;
 use crate::events::{FileOp, FileStats, IoStats};
 
@@ -38,16 +38,7 @@ impl Role {
     }
 }
 
-/// How access is checked (`access(2)`'s mode).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Access {
-    /// `F_OK`: the file exists.
-    Exists,
-    /// `R_OK`: the file may be read.
-    Readable,
-    /// `W_OK`: the file may be written.
-    Writable,
-}
+pub(crate) use crate::io::sys::{Access, WriteMode};
 
 /// The paths of one keybox's update files.
 #[derive(Debug, Clone)]
@@ -181,25 +172,8 @@ impl Files {
     /// `access(2)` on a role's path.
     pub(crate) fn access(&mut self, role: Role, how: Access) -> io::Result<()> {
         let path = self.paths.of_role(role);
-        let mode = match how {
-            Access::Exists => libc::F_OK,
-            Access::Readable => libc::R_OK,
-            Access::Writable => libc::W_OK,
-        };
-        // Through libc, as GnuPG calls it: an interposer (`record`) sees it.
-        let call = || {
-            use std::os::unix::ffi::OsStrExt;
-            let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-            // SAFETY: `c` is a NUL-terminated path alive for the call,
-            // which only reads it.
-            #[allow(unsafe_code)]
-            let rc = unsafe { libc::access(c.as_ptr(), mode) };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        };
+        // Through libc on Unix, as GnuPG calls it: an interposer (`record`) sees it.
+        let call = || sys::access(path, how);
         self.counters.call(role, FileOp::Access, None, call, |_| None)
     }
 
@@ -209,10 +183,8 @@ impl Files {
         self.counters.call(role, FileOp::Stat, None, || std::fs::metadata(path), |_| None)
     }
 
-    /// Open a role's file: read-only, or for writing with `flags`
-    /// (`O_CREAT|O_TRUNC`, `O_CREAT|O_EXCL`) and `mode`; `flags` without
-    /// `O_CREAT` opens for reading and writing (`r+`).
-    pub(crate) fn open(&mut self, role: Role, write: Option<(i32, u32)>) -> io::Result<Open> {
+    /// Open a role's file: read-only, or for writing as `write` says.
+    pub(crate) fn open(&mut self, role: Role, write: Option<WriteMode>) -> io::Result<Open> {
         // The user's keybox, only read: not even its access time changes
         // where the kernel allows O_NOATIME (the file's owner); else a
         // second, plain open (both counted: both are real calls).
@@ -221,21 +193,11 @@ impl Files {
             None => self.paths.of_role(role),
             Some(_) => self.paths.written(role),
         };
-        let options = |noatime: bool| {
-            let mut o = OpenOptions::new();
-            match write {
-                None if noatime => o.read(true).custom_flags(libc::O_NOATIME),
-                None => o.read(true),
-                Some((flags, _)) if flags & libc::O_CREAT == 0 => o.read(true).write(true).custom_flags(flags),
-                Some((flags, mode)) => o.write(true).custom_flags(flags).mode(mode),
-            };
-            o
-        };
         let counters = &mut self.counters;
         let mut open =
-            |noatime: bool| counters.call(role, FileOp::Open, None, || options(noatime).open(path), |_| None);
+            |noatime: bool| counters.call(role, FileOp::Open, None, || sys::open_for_update(path, write, noatime), |_| None);
         let file = match open(quiet) {
-            Err(e) if quiet && e.raw_os_error() == Some(libc::EPERM) => open(false),
+            Err(e) if quiet && sys::retry_plain(&e) => open(false),
             r => r,
         }?;
         Ok(Open { file, role, pos: 0 })
@@ -284,19 +246,8 @@ impl Files {
 
     /// `close(2)`, which may report a delayed write error (a full disk).
     pub(crate) fn close(&mut self, f: Open) -> io::Result<()> {
-        use std::os::fd::IntoRawFd;
-        let fd = f.file.into_raw_fd();
-        self.call(f.role, FileOp::Close, || {
-            // SAFETY: `into_raw_fd` handed over sole ownership of `fd`,
-            // an open descriptor, closed here exactly once.
-            #[allow(unsafe_code)]
-            let rc = unsafe { libc::close(fd) };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        })
+        let file = f.file;
+        self.call(f.role, FileOp::Close, || sys::close_file(file))
     }
 
     /// `rename(2)` of `from`'s path to `to`'s (counted on `from`). The
@@ -306,8 +257,7 @@ impl Files {
     pub(crate) fn rename(&mut self, from: Role, to: Role) -> io::Result<()> {
         let (a, b) = (self.paths.written(from), self.paths.written(to));
         if from == Role::Store && !self.paths.reads_in_place() {
-            let regular = rustix::fs::FileType::RegularFile;
-            rustix::fs::mknodat(rustix::fs::CWD, a, regular, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR, 0)?;
+            sys::make_stand_in(a)?;
         }
         self.counters.call(from, FileOp::Rename, None, || std::fs::rename(a, b), |_| None)
     }

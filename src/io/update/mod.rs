@@ -39,7 +39,7 @@ pub use private::PrivateCopy;
 pub use wait::{lock_holder, wait_for_lock, LockHeld, WaitError};
 
 use self::copy::Streams;
-use self::files::{Access, Files, Paths};
+use self::files::{Access, Files, Paths, WriteMode};
 use super::tally::IoTally;
 
 /// Why a keybox update failed: the file and the system's error.
@@ -138,7 +138,7 @@ impl KeyboxWriter {
     }
 
     fn make_own(&mut self) -> io::Result<()> {
-        let mut f = self.files.open(Role::LockOwn, Some((libc::O_CREAT | libc::O_EXCL, 0o644)))?;
+        let mut f = self.files.open(Role::LockOwn, Some(WriteMode::Exclusive(0o644)))?;
         self.own_made = true;
         let host = self.files.paths.host.clone();
         let wrote = self
@@ -233,9 +233,9 @@ impl KeyboxWriter {
     /// The file cannot be written.
     pub fn create(&mut self, header: &[u8]) -> Result<(), UpdateError> {
         let r = (|| {
-            let f = self.files.open(Role::Store, Some((libc::O_CREAT | libc::O_TRUNC, 0o666)))?;
+            let f = self.files.open(Role::Store, Some(WriteMode::Truncate(0o666)))?;
             self.files.close(f)?;
-            let mut f = self.files.open(Role::Store, Some((libc::O_CREAT | libc::O_TRUNC, 0o664)))?;
+            let mut f = self.files.open(Role::Store, Some(WriteMode::Truncate(0o664)))?;
             let wrote = self.files.write(&mut f, header);
             let closed = self.files.close(f);
             wrote.and(closed)
@@ -250,7 +250,7 @@ impl KeyboxWriter {
     /// The file cannot be written.
     pub fn create_once(&mut self, header: &[u8]) -> Result<(), UpdateError> {
         let r = (|| {
-            let mut f = self.files.open(Role::Store, Some((libc::O_CREAT | libc::O_TRUNC, 0o600)))?;
+            let mut f = self.files.open(Role::Store, Some(WriteMode::Truncate(0o600)))?;
             let wrote = self.files.write(&mut f, header);
             let closed = self.files.close(f);
             wrote.and(closed)
@@ -303,7 +303,7 @@ impl KeyboxWriter {
             Err(e) => return Err(self.err("read", Role::Store)(e)),
         };
         let buffer = self.tally.buffer_size().bytes().max(1);
-        let tmp = match self.files.open(Role::Tmp, Some((libc::O_CREAT | libc::O_TRUNC, 0o664))) {
+        let tmp = match self.files.open(Role::Tmp, Some(WriteMode::Truncate(0o664))) {
             Ok(t) => t,
             Err(e) => {
                 let _ = self.files.close(source);
@@ -344,7 +344,7 @@ impl KeyboxWriter {
     /// A system call failed.
     pub fn write_in_place(&mut self, at: u64, bytes: &[u8]) -> Result<(), UpdateError> {
         let r = (|| {
-            let mut f = self.files.open(Role::Store, Some((0, 0)))?;
+            let mut f = self.files.open(Role::Store, Some(WriteMode::ReadWrite))?;
             let done = self
                 .files
                 .seek(&mut f, at)

@@ -9,11 +9,12 @@
 //! before the first one is made (the command line starts that watcher
 //! then: a command that never makes one stays single-threaded).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, Once, OnceLock, PoisonError};
+
+use crate::io::sys;
 
 /// A private directory with the keybox a replay writes.
 #[derive(Debug)]
@@ -86,7 +87,7 @@ impl PrivateCopy {
         let name = source.file_name().map_or_else(|| "pubring.kbx".into(), |n| n.to_string_lossy().into_owned());
         let copy = Self::empty(parent, &name)?;
         let mut from = open_quietly(source)?;
-        let mut to = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&copy.store)?;
+        let mut to = sys::create_private(&copy.store)?;
         io::copy(&mut from, &mut to)?;
         Ok(copy)
     }
@@ -131,10 +132,8 @@ fn remove_under_writer(dir: &Path) {
 /// Open read-only without changing the access time where the kernel
 /// allows it (the file's owner), else plainly read-only.
 fn open_quietly(path: &Path) -> io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.read(true).custom_flags(libc::O_NOATIME);
-    match o.open(path) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => File::open(path),
+    match sys::open_for_update(path, None, true) {
+        Err(e) if sys::retry_plain(&e) => sys::open_for_update(path, None, false),
         r => r,
     }
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use super::files::with_suffix;
 use super::UpdateError;
 use crate::events::FileStats;
-use crate::io::IoTally;
+use crate::io::{sys, IoTally};
 
 /// Why the replay did not start: the lock stayed held.
 #[derive(Debug, thiserror::Error)]
@@ -113,15 +113,5 @@ fn holder(lock: &Path) -> io::Result<Option<u32>> {
         Err(e) => return Err(e),
     };
     let pid = String::from_utf8_lossy(&text).lines().next().and_then(|l| l.trim().parse::<u32>().ok());
-    Ok(pid.filter(|&p| p != std::process::id() && alive(p)))
-}
-
-/// Whether process `pid` exists (`kill(pid, 0)`: no signal is sent).
-fn alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else { return false };
-    match rustix::process::Pid::from_raw(pid) {
-        // EPERM: it exists, owned by another user.
-        Some(p) => !matches!(rustix::process::test_kill_process(p), Err(rustix::io::Errno::SRCH)),
-        None => false,
-    }
+    Ok(pid.filter(|&p| p != std::process::id() && sys::process_alive(p)))
 }

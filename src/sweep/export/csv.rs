@@ -56,7 +56,10 @@ pub(super) fn csv(results: &[SizeResult]) -> Vec<u8> {
         let _ = writeln!(
             s,
             "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.1},{},{},{}",
-            r.label,
+            match r.file_api {
+                Some(api) => format!("{} {api}", r.label),
+                None => r.label.clone(),
+            },
             r.buffer_size,
             r.total_events(),
             e.open,

@@ -70,6 +70,7 @@ mod tests {
             SizeResult {
                 label: "0".into(),
                 buffer_size: 8192,
+                file_api: None,
                 bulk_import: false,
                 events: PerOp { open: 3, read: 1000, seek: 2, close: 3, stat: 3 },
                 bytes_read: 8_000_000,
@@ -87,6 +88,7 @@ mod tests {
             SizeResult {
                 label: "64".into(),
                 buffer_size: 65536,
+                file_api: None,
                 bulk_import: false,
                 events: PerOp { open: 3, read: 130, seek: 2, close: 3, stat: 3 },
                 bytes_read: 8_000_000,

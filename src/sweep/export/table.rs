@@ -14,16 +14,19 @@ pub struct Table {
     /// Every column (reads, opens, seeks, min … max, read latency, the
     /// seed's time), not only those that fit 80 columns.
     pub wide: bool,
+    /// The file events per operation (`--io-summary`): opens, reads,
+    /// seeks, stats and closes.
+    pub per_op: bool,
 }
 
 impl Exporter for Table {
     /// The sweep's table; with a database's sweep beside it
     /// ([`Sweep::versus`]), a blank line, its table, and the verdict.
     fn render(&self, sweep: &Sweep) -> Vec<u8> {
-        let mut text = table(sweep, self.wide);
+        let mut text = table(sweep, *self);
         if let Some(v) = &sweep.versus {
             text += "\n";
-            text += &table(v, self.wide);
+            text += &table(v, *self);
         }
         if let Some(v) = sweep.verdict() {
             text += &verdict(&v);
@@ -92,7 +95,9 @@ impl Column {
 /// unit of time for the whole table, said in the time column's heading; a
 /// legend says what the seed is. With `--program` the rows are the
 /// program's and kbxscope's run is the `model` column ([`program_columns`]).
-fn table(sweep: &Sweep, wide: bool) -> String {
+/// `per_op` adds the events per operation.
+fn table(sweep: &Sweep, how: Table) -> String {
+    let wide = how.wide;
     let results = &sweep.results;
     let seed = results.iter().any(|r| r.seed.is_some());
     let gnupg = results.iter().find_map(|r| r.gnupg);
@@ -104,7 +109,7 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     let dash = || "-".to_string();
     let mut cols = match program {
         Some(tool) => program_columns(results, tool, &time_head, &t, wide),
-        None => ours_columns(results, gnupg.is_some(), &time_head, &t, wide),
+        None => ours_columns(results, gnupg.is_some(), &time_head, &t, how),
     };
     if seed {
         cols.push(Column::new(["seed", "events"], results, |r| r.seed.map_or_else(dash, |x| thousands(x.events))));
@@ -177,20 +182,27 @@ fn table(sweep: &Sweep, wide: bool) -> String {
     s
 }
 
-/// kbxscope's own columns: buffer, events (reads, opens, seeks when wide),
-/// time, and user and system time unless GnuPG's columns take their place.
+/// kbxscope's own columns: buffer, events (reads, opens, seeks when wide;
+/// opens, reads, seeks, stats, closes per operation), time, and user and
+/// system time unless GnuPG's columns take their place.
 fn ours_columns(
     results: &[SizeResult],
     gnupg: bool,
     time_head: &str,
     t: &dyn Fn(f64) -> String,
-    wide: bool,
+    Table { wide, per_op }: Table,
 ) -> Vec<Column> {
     let mut cols = vec![
         Column::new(["", "buffer"], results, SizeResult::shown),
         Column::new(["file", "events"], results, |r| thousands(r.total_events())),
     ];
-    if wide {
+    if per_op {
+        cols.push(Column::new(["", "opens"], results, |r| thousands(r.events.open)));
+        cols.push(Column::new(["", "reads"], results, |r| thousands(r.events.read)));
+        cols.push(Column::new(["", "seeks"], results, |r| thousands(r.events.seek)));
+        cols.push(Column::new(["", "stats"], results, |r| thousands(r.events.stat)));
+        cols.push(Column::new(["", "closes"], results, |r| thousands(r.events.close)));
+    } else if wide {
         cols.push(Column::new(["", "reads"], results, |r| thousands(r.events.read)));
         cols.push(Column::new(["", "opens"], results, |r| thousands(r.events.open)));
         cols.push(Column::new(["", "seeks"], results, |r| thousands(r.events.seek)));
@@ -258,11 +270,15 @@ mod tests {
     use crate::lookup::Strategy;
     use crate::sweep::{GnupgRow, SeedRow, Times, Workload};
 
+    const NARROW: Table = Table { wide: false, per_op: false };
+    const WIDE: Table = Table { wide: true, per_op: false };
+
     fn sweep(seed: bool, gpgsm: bool, slow: bool) -> Sweep {
         let k = if slow { 1.0 } else { 0.001 };
         let row = |label: &str, bytes: u64, reads: u64, time: f64| SizeResult {
             label: label.into(),
             buffer_size: bytes,
+            file_api: None,
             bulk_import: false,
             events: PerOp { open: 3074, read: reads, seek: 575, close: 3074, stat: 3074 },
             bytes_read: 0,
@@ -326,13 +342,13 @@ mod tests {
     fn the_table_fits_80_columns() {
         for (seed, gpgsm, slow) in [(true, false, true), (true, true, true), (false, false, false), (false, true, true)]
         {
-            let text = table(&sweep(seed, gpgsm, slow), false);
+            let text = table(&sweep(seed, gpgsm, slow), NARROW);
             for l in text.lines().skip(1) {
                 assert!(l.chars().count() <= 80, "{} columns: {l}\n{text}", l.chars().count());
             }
         }
         // With --program, the second line names the command and its version.
-        let text = table(&program_sweep(), false);
+        let text = table(&program_sweep(), NARROW);
         for l in text.lines().skip(2) {
             assert!(l.chars().count() <= 80, "{} columns: {l}\n{text}", l.chars().count());
         }
@@ -340,12 +356,12 @@ mod tests {
 
     #[test]
     fn table_snapshots() {
-        insta::assert_snapshot!("seed", table(&sweep(true, false, true), false));
-        insta::assert_snapshot!("seed_gpgsm", table(&sweep(true, true, true), false));
-        insta::assert_snapshot!("plain_ms", table(&sweep(false, false, false), false));
-        insta::assert_snapshot!("wide", table(&sweep(true, true, true), true));
-        insta::assert_snapshot!("program", table(&program_sweep(), false));
-        insta::assert_snapshot!("program_wide", table(&program_sweep(), true));
+        insta::assert_snapshot!("seed", table(&sweep(true, false, true), NARROW));
+        insta::assert_snapshot!("seed_gpgsm", table(&sweep(true, true, true), NARROW));
+        insta::assert_snapshot!("plain_ms", table(&sweep(false, false, false), NARROW));
+        insta::assert_snapshot!("wide", table(&sweep(true, true, true), WIDE));
+        insta::assert_snapshot!("program", table(&program_sweep(), NARROW));
+        insta::assert_snapshot!("program_wide", table(&program_sweep(), WIDE));
     }
 
     /// `--versus-keyboxd`: the keybox's table, a blank line, the
@@ -355,15 +371,28 @@ mod tests {
         let mut db = sweep(false, false, true);
         (db.keybox, db.keyboxd) = ("k.kbx as keyboxd's database".into(), true);
         let keybox = Sweep { versus: Some(Box::new(db.clone())), ..sweep(false, false, false) };
-        let text = String::from_utf8(Table { wide: false }.render(&keybox)).unwrap();
+        let text = String::from_utf8(NARROW.render(&keybox)).unwrap();
         let verdict = "keybox or keyboxd? the keybox at its fastest, buffer 512 KiB (87,363 file events, 0.002 s)\n\
                        keyboxd at its fastest, page cache 512 KiB (87,363 file events, 2.494 s)\n\
                        the keybox is 1000.0x faster for this workload on these keys (the stores' file\n\
                        I/O as GnuPG reads them; the round trips between GnuPG and keyboxd are not modelled).\n";
-        assert_eq!(text, table(&sweep(false, false, false), false) + "\n" + &table(&db, false) + verdict);
+        assert_eq!(text, table(&sweep(false, false, false), NARROW) + "\n" + &table(&db, NARROW) + verdict);
         // Without a database, the table alone.
-        let alone = Table { wide: true }.render(&sweep(true, false, true));
-        assert_eq!(String::from_utf8(alone).unwrap(), table(&sweep(true, false, true), true));
+        let alone = WIDE.render(&sweep(true, false, true));
+        assert_eq!(String::from_utf8(alone).unwrap(), table(&sweep(true, false, true), WIDE));
+    }
+
+    /// `--io-summary`: the events per operation after the total.
+    #[test]
+    fn per_operation_columns() {
+        let text = table(&sweep(false, false, false), Table { wide: false, per_op: true });
+        let lines: Vec<&str> = text.lines().collect();
+        let heads: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(heads[..7], ["buffer", "events", "opens", "reads", "seeks", "stats", "closes"]);
+        let r = &sweep(false, false, false).results[0];
+        let cells: Vec<&str> = lines[4].split_whitespace().collect();
+        let ops = [r.events.open, r.events.read, r.events.seek, r.events.stat, r.events.close].map(thousands);
+        assert_eq!(cells[2..7], ops);
     }
 
     #[test]

@@ -1,0 +1,56 @@
+//! What needs Linux, where it is not: `record` (the interposer is
+//! `LD_PRELOAD`'s, the kernel source eBPF) and the runs of a GnuPG program
+//! under the interposer (`sweep --program`, `--with-*` without strace).
+//! Each says so in one line (docs/windows.md has a Windows recorder's
+//! design).
+
+const WHY: &str = "it needs Linux (an LD_PRELOAD interposer or eBPF); see docs/windows.md for a Windows recorder's design";
+
+/// `record`, not available here.
+pub mod record {
+    use std::process::ExitCode;
+
+    use anyhow::{bail, Result};
+
+    use super::super::args::SummaryFormat;
+    use super::super::resolve::{RecordJob, TraceOptions};
+
+    /// Says in one line that `record` is not available on this system.
+    ///
+    /// # Errors
+    /// Always.
+    pub fn run(_: &RecordJob, _: Option<SummaryFormat>, _: Option<&TraceOptions>) -> Result<ExitCode> {
+        bail!("record is not available on {}: {}", std::env::consts::OS, super::WHY)
+    }
+}
+
+/// A program run under the interposer, not available here.
+pub mod preloaded {
+    use std::process::{Command, ExitStatus};
+    use std::time::Duration;
+
+    use anyhow::{bail, Result};
+    use kbxscope::record::Recorded;
+
+    /// What a command run under the interposer did (never made here).
+    pub struct Preloaded {
+        /// How it ended.
+        pub status: ExitStatus,
+        /// The calls it made on the watched files.
+        pub recorded: Recorded,
+    }
+
+    /// Says in one line that a program cannot be recorded on this system.
+    ///
+    /// # Errors
+    /// Always.
+    pub fn run_preloaded(
+        _: &mut Command,
+        _: &str,
+        _: Option<u64>,
+        _: Option<u64>,
+        _: Option<Duration>,
+    ) -> Result<std::io::Result<Preloaded>> {
+        bail!("a GnuPG program cannot be recorded on {}: {}", std::env::consts::OS, super::WHY)
+    }
+}

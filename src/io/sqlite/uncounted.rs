@@ -1,0 +1,65 @@
+//! Where SQLite's calls are not counted yet: systems without the unix VFS
+//! (Windows, whose win32 VFS has a system-call table of its own —
+//! `CreateFileW`, `ReadFile`, `LockFileEx`, … — that hooks could count
+//! the same way; not done yet). Databases open and read as on Unix, read-
+//! only; their calls are simply not in the counts (docs/windows.md).
+
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::rc::Rc;
+
+use crate::events::IoStats;
+
+/// SQLite's own default VFS (win32).
+pub(in crate::io::sqlite) const VFS_NAME: &CStr = c"win32";
+
+/// Why SQLite's system calls could not be hooked (never, here: nothing is
+/// hooked).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("SQLite's system calls cannot be hooked on this system")]
+pub struct HookError;
+
+/// Nothing to install.
+pub(in crate::io::sqlite) fn install() -> Result<(), HookError> {
+    Ok(())
+}
+
+/// What a database's calls left: nothing counted, nothing refused.
+#[derive(Debug, Default)]
+pub(in crate::io::sqlite) struct Sink {
+    /// Per file (always empty here).
+    pub(in crate::io::sqlite) files: Vec<(Rc<str>, IoStats)>,
+    /// A refused write (never, here).
+    pub(in crate::io::sqlite) refused: Option<String>,
+}
+
+impl Sink {
+    pub(in crate::io::sqlite) fn new(_template: IoStats, _trace: bool, _writes: bool) -> Self {
+        Self::default()
+    }
+}
+
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// One database at a time per thread, as on Unix.
+pub(in crate::io::sqlite) struct Armed(Sink);
+
+impl Armed {
+    /// Arm `sink`; `None` if a database is open on this thread already.
+    pub(in crate::io::sqlite) fn arm(sink: Sink) -> Option<Armed> {
+        ARMED.with(|a| (!a.replace(true)).then_some(Armed(sink)))
+    }
+
+    /// Look at the sink.
+    pub(in crate::io::sqlite) fn with<R>(&self, f: impl FnOnce(&Sink) -> R) -> R {
+        f(&self.0)
+    }
+
+    /// Disarm: the sink.
+    pub(in crate::io::sqlite) fn disarm(self) -> Sink {
+        ARMED.with(|a| a.set(false));
+        self.0
+    }
+}
