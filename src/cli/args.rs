@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::parse::{
-    count, count_usize, keybox_path, parse_duration, parse_file_api, parse_file_size, parse_listen, parse_push_url, parse_size,
-    parse_time, parse_workload, workload_help, PushUrl,
+    count, count_usize, keybox_path, parse_duration, parse_file_api, parse_file_size, parse_listen, parse_push_url,
+    parse_size, parse_time, parse_workload, workload_help, PushUrl,
 };
 use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::{BufferSize, FileApi};

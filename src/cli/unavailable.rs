@@ -4,7 +4,8 @@
 //! Each says so in one line (docs/windows.md has a Windows recorder's
 //! design).
 
-const WHY: &str = "it needs Linux (an LD_PRELOAD interposer or eBPF); see docs/windows.md for a Windows recorder's design";
+const WHY: &str =
+    "it needs Linux (an LD_PRELOAD interposer or eBPF); see docs/windows.md for a Windows recorder's design";
 
 /// `record`, not available here.
 pub mod record {

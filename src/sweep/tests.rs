@@ -234,3 +234,45 @@ fn the_verdict_names_the_faster_store() {
     assert_eq!(tie.verdict().unwrap().faster, crate::store::StoreKind::Keyboxd, "keyboxd on a tie");
     assert!(sweep(vec![row("0", 0.2)], None).verdict().is_none());
 }
+
+/// The buffer, not the system, decides when to read: every file API this
+/// system has (POSIX here on Linux; Win32 and the C runtime on Windows,
+/// under Wine in CI) makes the file events Linux makes, which `strace`
+/// confirms there (tests/strace.rs), per operation and buffer size.
+#[test]
+fn every_file_api_makes_linuxs_file_events() {
+    let trust =
+        crate::x509::TrustList::read(&std::fs::read_to_string(fixture("gnupg-mixed.trustlist.txt")).unwrap(), None);
+    // (workload, [(size, [open, read, seek, stat, close])]), as Linux gives them.
+    let linux: [(Workload, [(&str, [u64; 5]); 3]); 3] = [
+        (Workload::List, [("8", [1, 78, 0, 1, 1]), ("64", [1, 11, 0, 1, 1]), ("128", [1, 6, 0, 1, 1])]),
+        (
+            Workload::Validate(Strategy::Gnupg),
+            [("8", [5, 81, 0, 5, 5]), ("64", [5, 14, 0, 5, 5]), ("128", [5, 9, 0, 5, 5])],
+        ),
+        (
+            Workload::Sigs(Mode::CheckSigs, Strategy::Gnupg),
+            [
+                ("8", [122, 18_333, 117, 122, 122]),
+                ("64", [122, 2_588, 117, 122, 122]),
+                ("128", [122, 1_413, 117, 122, 122]),
+            ],
+        ),
+    ];
+    for &api in crate::io::FileApi::on_this_system() {
+        for (workload, expected) in &linux {
+            let labels: Vec<&str> = expected.iter().map(|(l, _)| *l).collect();
+            let sizes: Vec<SweepSize> = sizes(&labels).iter().map(|s| s.with_api(api)).collect();
+            let plan = Plan { runs: 1, warmup: 0, ..plan(&sizes, workload, &trust) };
+            let sweep = sweep_of(&fixture("gnupg-mixed.kbx"), plan).0.unwrap();
+            let got: Vec<(&str, [u64; 5])> = sweep
+                .results
+                .iter()
+                .map(|r| {
+                    (r.label.as_str(), [r.events.open, r.events.read, r.events.seek, r.events.stat, r.events.close])
+                })
+                .collect();
+            assert_eq!(got, expected, "{api}, {}", workload.command());
+        }
+    }
+}

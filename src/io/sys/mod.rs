@@ -168,7 +168,10 @@ pub use imp::{cpu_times, monotonic_ns, watch_stops};
 /// The GnuPG home of this user: `$GNUPGHOME`, else where GnuPG keeps it on
 /// this system (`~/.gnupg`; Gpg4win's `%APPDATA%\gnupg` on Windows).
 pub fn gnupg_home() -> Option<std::path::PathBuf> {
-    std::env::var_os("GNUPGHOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from).or_else(imp::default_gnupg_home)
+    std::env::var_os("GNUPGHOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(imp::default_gnupg_home)
 }
 
 /// A request from outside to stop: Ctrl-C, or the system's termination

@@ -129,7 +129,8 @@ impl SysFile {
         } else {
             FileKind::Regular
         };
-        let write = (u64::from(info.ftLastWriteTime.dwHighDateTime) << 32) | u64::from(info.ftLastWriteTime.dwLowDateTime);
+        let write =
+            (u64::from(info.ftLastWriteTime.dwHighDateTime) << 32) | u64::from(info.ftLastWriteTime.dwLowDateTime);
         let identity = FileIdentity {
             dev: u64::from(info.dwVolumeSerialNumber),
             ino: (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
@@ -312,7 +313,8 @@ pub fn cpu_times(of: CpuOf) -> (Duration, Duration) {
     if ok == 0 {
         return (Duration::ZERO, Duration::ZERO);
     }
-    let d = |t: FILETIME| Duration::from_nanos(((u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime)) * 100);
+    let d =
+        |t: FILETIME| Duration::from_nanos(((u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime)) * 100);
     (d(user), d(kernel))
 }
 

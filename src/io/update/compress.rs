@@ -62,8 +62,7 @@ impl KeyboxWriter {
                 s.seek_to(0)?;
             }
             out.copied = true;
-            let tmp =
-                s.files().open(Role::Tmp, Some(WriteMode::Truncate(0o664))).map_err(|e| (Role::Tmp, e))?;
+            let tmp = s.files().open(Role::Tmp, Some(WriteMode::Truncate(0o664))).map_err(|e| (Role::Tmp, e))?;
             s.set_target(tmp);
             let cut = now.saturating_sub(86_400);
             let (mut at, mut first) = (0u64, true);

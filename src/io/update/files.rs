@@ -194,8 +194,9 @@ impl Files {
             Some(_) => self.paths.written(role),
         };
         let counters = &mut self.counters;
-        let mut open =
-            |noatime: bool| counters.call(role, FileOp::Open, None, || sys::open_for_update(path, write, noatime), |_| None);
+        let mut open = |noatime: bool| {
+            counters.call(role, FileOp::Open, None, || sys::open_for_update(path, write, noatime), |_| None)
+        };
         let file = match open(quiet) {
             Err(e) if quiet && sys::retry_plain(&e) => open(false),
             r => r,
