@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::{fixture, run, run_bounded, split_blobs, stderr, stdout, temp_copy, tool};
+use crate::common::{fixture, run, run_bounded, split_blobs, stderr, stdout, temp_copy};
 
 /// Assert a clean failure: exit 1, one line on stderr containing `want`.
 fn fails_with(args: &[&str], want: &str) -> std::process::Output {
@@ -23,15 +23,26 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     p.to_str().unwrap().to_string()
 }
 
-fn missing_directory_and_special_files() {
+fn missing_files_and_directories() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.kbx");
     let m = missing.to_str().unwrap();
     for cmd in ["stats", "dump", "list"] {
-        fails_with(&[cmd, m], &format!("cannot open '{m}': No such file or directory"));
+        fails_with(&[cmd, m], &format!("cannot open '{m}': {}", crate::common::no_such_file()));
     }
     let d = dir.path().to_str().unwrap();
     fails_with(&["stats", d], &format!("'{d}' is not a keybox: it is a directory"));
+}
+
+/// Unix's special files: devices, FIFOs, symbolic-link loops.
+fn special_files() {
+    #[cfg(unix)]
+    special_files_on_unix();
+}
+
+#[cfg(unix)]
+fn special_files_on_unix() {
+    let dir = tempfile::tempdir().unwrap();
     fails_with(&["list", "/dev/zero"], "'/dev/zero' is not a keybox: it is a character device");
     fails_with(&["stats", "/dev/urandom"], "it is a character device");
     let fifo = dir.path().join("fifo");
@@ -148,7 +159,14 @@ fn garbage_lengths_and_tables() {
     }
 }
 
+/// Unix's permission bits (Windows' ACLs are not tested).
 fn permission_denied() {
+    #[cfg(unix)]
+    permission_denied_on_unix();
+}
+
+#[cfg(unix)]
+fn permission_denied_on_unix() {
     let (dir, path) = temp_copy("gnupg-mixed");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
@@ -160,7 +178,7 @@ fn permission_denied() {
     }
     // As root, run the binary as 'nobody' (setpriv from util-linux). Only
     // a missing setpriv may skip, and not under CI; any other outcome fails.
-    let Some(setpriv) = tool("setpriv", "permission_denied") else { return };
+    let Some(setpriv) = crate::common::tool("setpriv", "permission_denied") else { return };
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let o = std::process::Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_kbxscope"), "stats", p])
@@ -268,13 +286,14 @@ fn a_closed_pipe_is_not_an_error() {
 }
 
 crate::tests![
-    missing_directory_and_special_files,
+    missing_files_and_directories,
+    special_files needs ["unix"],
     files_that_are_not_keyboxes,
     truncated_keybox_reports_what_came_before,
     every_truncation_of_a_small_keybox_fails_cleanly,
     a_corrupt_blob_in_the_middle_does_not_stop_the_listing,
     garbage_lengths_and_tables,
-    permission_denied,
+    permission_denied needs ["unix"],
     usage_errors_exit_2,
     a_closed_pipe_is_not_an_error,
 ];

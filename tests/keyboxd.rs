@@ -971,22 +971,24 @@ fn keygrips_equal_gpgs() {
     }
 }
 
+// needs ["unix"]: SQLite's calls are counted on Unix, not yet on Windows
+// (docs/windows.md); these tests hold the counts against keyboxd's.
 crate::tests![
     gnupg_22_on_a_database_is_an_error,
     keygrips_equal_gpgs needs ["gpg"],
-    database_calls_are_traced_per_file,
+    database_calls_are_traced_per_file needs ["unix"],
     live_gnupg24_with_keyboxd,
-    sweep_versus_keyboxd_shows_both_stores,
+    sweep_versus_keyboxd_shows_both_stores needs ["unix"],
     an_empty_database_lists_nothing,
     database_corruption_corpus,
-    sweep_of_a_database_sweeps_the_page_cache,
+    sweep_of_a_database_sweeps_the_page_cache needs ["unix"],
     convert_writes_keyboxds_rows,
     convert_writes_only_a_new_file,
     gen_writes_the_same_keys_as_a_database,
     listings_equal_gnupg24_with_keyboxd,
     check_sigs_equal_gpg24_with_keyboxd,
     validation_equals_gpgsm24_with_keyboxd,
-    gnupg_lookup_reads_what_keyboxd_read,
+    gnupg_lookup_reads_what_keyboxd_read needs ["unix"],
     database_events_equal_strace needs ["strace"],
     a_database_is_only_read,
     a_gnupg_home_resolves_to_its_store,

@@ -483,14 +483,16 @@ fn record_counts_a_wait_for_keyboxds_lock() {
     assert!(row["lock_waits"]["time_ns"].as_u64().unwrap() > 0);
 }
 
+// needs ["unix"]: SQLite's calls are counted on Unix, not yet on Windows
+// (docs/windows.md); these tests hold the counts against keyboxd's.
 crate::tests![
     import_into_keyboxd_makes_keyboxds_calls needs ["gpg"],
     bulk_import_makes_keyboxds_calls needs ["gpg"],
     import_again_makes_keyboxds_calls needs ["gpg"],
     refresh_in_keyboxd_makes_keyboxds_calls needs ["gpg"],
     delete_from_keyboxd_makes_keyboxds_calls needs ["gpg"],
-    certificates_into_keyboxd_make_keyboxds_calls,
-    certificates_deleted_from_keyboxd_make_keyboxds_calls,
+    certificates_into_keyboxd_make_keyboxds_calls needs ["unix"],
+    certificates_deleted_from_keyboxd_make_keyboxds_calls needs ["unix"],
     certificates_sweep_versus_keyboxd,
     a_full_disk_during_a_keyboxd_import_is_one_line needs ["gpg", "mount"],
     signals_remove_the_private_database needs ["gpg"],

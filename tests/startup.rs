@@ -234,6 +234,6 @@ fn gpgsm24_validation_equals_live() {
 crate::tests![
     gpg_start_equals_gpgs needs ["gpg", "strace"],
     gpgsm_start_equals_gpgsms needs ["gpgsm", "strace"],
-    signals_remove_the_start_s_private_directory,
+    signals_remove_the_start_s_private_directory needs ["unix"],
     gpgsm24_validation_equals_live,
 ];

@@ -8,6 +8,7 @@
 
 mod common;
 
+#[cfg(unix)]
 mod attach;
 mod bad_input;
 mod corruption;
@@ -24,9 +25,11 @@ mod keyboxd_import;
 mod one_line_errors;
 mod openpgp_wild;
 mod real_keyrings;
+#[cfg(unix)]
 mod record;
 mod rules;
 mod startup;
+#[cfg(unix)]
 mod strace;
 mod sweep;
 mod telemetry;
@@ -39,8 +42,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = libtest_mimic::Arguments::from_args();
-    let tests = [
-        attach::TESTS,
+    #[cfg_attr(not(unix), allow(unused_mut))]
+    let mut tests = vec![
         bad_input::TESTS,
         corruption::TESTS,
         dashboard::TESTS,
@@ -56,10 +59,8 @@ fn main() -> ExitCode {
         one_line_errors::TESTS,
         openpgp_wild::TESTS,
         real_keyrings::TESTS,
-        record::TESTS,
         rules::TESTS,
         startup::TESTS,
-        strace::TESTS,
         sweep::TESTS,
         telemetry::TESTS,
         trace::TESTS,
@@ -68,6 +69,9 @@ fn main() -> ExitCode {
         x509_algorithms::TESTS,
         TESTS,
     ];
+    // record (the interposer, BPF) and the strace cross-check are Unix's.
+    #[cfg(unix)]
+    tests.extend([attach::TESTS, record::TESTS, strace::TESTS]);
     let trials = tests.iter().flat_map(|t| t.iter()).map(common::Test::trial).collect();
     let conclusion = libtest_mimic::run(&args, trials);
     common::print_partly_skipped();

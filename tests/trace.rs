@@ -1,13 +1,11 @@
 //! `--trace-out`: Chrome traces that Perfetto and chrome://tracing accept.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{bin, fixture, io_summary, run, stderr, validation_args};
+use crate::common::{fixture, io_summary, run, stderr, validation_args};
 
 /// Parse a trace and check its structure: phases, and per thread B/E
 /// pairs nested LIFO with non-decreasing timestamps. Returns the events.
@@ -148,13 +146,14 @@ fn a_failing_command_still_leaves_a_valid_trace() {
     assert_eq!(o.status.code(), Some(1));
     let events = check_trace(&trace);
     let open = events.iter().find(|e| e["ph"] == "B" && e["name"] == "open").expect("the open is traced");
-    assert!(open["args"]["error"].as_str().unwrap().contains("No such file"), "{open}");
+    assert!(open["args"]["error"].as_str().unwrap().contains(&crate::common::no_such_file()), "{open}");
     assert!(events.iter().any(|e| e["name"] == "failed"));
-    let nowhere = dir.path().join("no/dir/t.json");
+    let nowhere = dir.path().join("no").join("dir").join("t.json");
     let o = run(["--trace-out", nowhere.to_str().unwrap(), "stats", cut.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
-    assert_eq!(stderr(&o).matches("No such file").count(), 1, "the reason once: {}", stderr(&o));
+    let missing = crate::common::no_such_directory();
+    assert_eq!(stderr(&o).matches(missing.as_str()).count(), 1, "the reason once: {}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
 
@@ -221,75 +220,13 @@ fn worker_threads_are_named_tracks() {
     eprintln!("{checks} signature checks, {on_workers} on worker threads");
 }
 
-/// Wait until the child prints a line containing `text` on stderr.
-fn wait_for_line(child: &mut std::process::Child, text: &str) -> BufReader<std::process::ChildStderr> {
-    let mut lines = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while lines.read_line(&mut line).unwrap() > 0 {
-        if line.contains(text) {
-            return lines;
-        }
-        line.clear();
-    }
-    panic!("kbxscope ended without printing {text:?}");
-}
-
 /// Ctrl-C during the first-use generation of the built-in keybox: the
 /// trace is finished (the generation span closed where the signal came,
 /// the interruption marked), nothing else is left behind, exit 130. SIGTERM
 /// while `gen` writes its output: its temporary file is removed, exit 143.
 fn signals_finish_the_trace_and_leave_nothing_behind() {
-    let cache = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("t.json");
-    let mut child = bin()
-        .env("KBXSCOPE_CACHE_DIR", cache.path())
-        .args(["--trace-out", trace.to_str().unwrap(), "stats"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _rest = wait_for_line(&mut child, "generating the built-in default keybox");
-    assert_eq!(unsafe_kill(child.id(), libc::SIGINT), 0);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{status:?}");
-    let events = check_trace(&trace);
-    let generate = events.iter().find(|e| e["ph"] == "E" && e["name"] == "generate").expect("the generation span");
-    assert_eq!(generate["args"]["interrupted"], "SIGINT");
-    assert!(events.iter().any(|e| e["name"] == "interrupted by SIGINT"));
-    let left = |d: &Path| -> Vec<String> {
-        std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
-    };
-    assert_eq!(left(dir.path()), ["t.json"]);
-    assert!(left(cache.path()).iter().all(|n| !n.contains(".tmp")), "{:?}", left(cache.path()));
-
-    // SIGTERM while gen's temporary file exists (a few tries: gen may
-    // finish between the check and the signal).
-    let mut landed = 0;
-    for round in 0..5 {
-        let out = dir.path().join(format!("g{round}.kbx"));
-        let mut child = bin()
-            .args(["gen", out.to_str().unwrap(), "--preset", "small"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let prefix = format!(".g{round}.kbx.");
-        while child.try_wait().unwrap().is_none() {
-            if left(dir.path()).iter().any(|n| n.starts_with(&prefix)) {
-                assert_eq!(unsafe_kill(child.id(), libc::SIGTERM), 0);
-                break;
-            }
-            std::thread::yield_now();
-        }
-        let status = child.wait().unwrap();
-        landed += usize::from(status.code() == Some(143));
-        assert!(left(dir.path()).iter().all(|n| !n.ends_with(".tmp")), "left behind: {:?}", left(dir.path()));
-        if landed > 0 {
-            break;
-        }
-    }
-    assert!(landed > 0, "no SIGTERM landed while gen wrote");
+    #[cfg(unix)]
+    signals::run();
 }
 
 /// Open `trace` in speedscope (headless Chromium, `tests/viewer/`) with
@@ -353,12 +290,90 @@ fn speedscope_opens_our_traces() {
     assert!(profiles[0].starts_with("cat (pid ") && profiles[0].ends_with(": file events"), "{profiles:?}");
 }
 
-fn unsafe_kill(pid: u32, signal: i32) -> i32 {
-    // SAFETY: kill(2) with a child's pid and a signal number: no memory is
-    // shared, the worst case is an error code.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(pid as i32, signal)
+/// Signals, sent with kill(2): Unix's.
+#[cfg(unix)]
+mod signals {
+    use std::io::{BufRead, BufReader};
+    use std::path::Path;
+    use std::process::Stdio;
+
+    use super::check_trace;
+    use crate::common::bin;
+
+    /// Wait until the child prints a line containing `text` on stderr.
+    fn wait_for_line(child: &mut std::process::Child, text: &str) -> BufReader<std::process::ChildStderr> {
+        let mut lines = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap() > 0 {
+            if line.contains(text) {
+                return lines;
+            }
+            line.clear();
+        }
+        panic!("kbxscope ended without printing {text:?}");
+    }
+
+    pub(super) fn run() {
+        let cache = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.json");
+        let mut child = bin()
+            .env("KBXSCOPE_CACHE_DIR", cache.path())
+            .args(["--trace-out", trace.to_str().unwrap(), "stats"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _rest = wait_for_line(&mut child, "generating the built-in default keybox");
+        assert_eq!(unsafe_kill(child.id(), libc::SIGINT), 0);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{status:?}");
+        let events = check_trace(&trace);
+        let generate = events.iter().find(|e| e["ph"] == "E" && e["name"] == "generate").expect("the generation span");
+        assert_eq!(generate["args"]["interrupted"], "SIGINT");
+        assert!(events.iter().any(|e| e["name"] == "interrupted by SIGINT"));
+        let left = |d: &Path| -> Vec<String> {
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+        };
+        assert_eq!(left(dir.path()), ["t.json"]);
+        assert!(left(cache.path()).iter().all(|n| !n.contains(".tmp")), "{:?}", left(cache.path()));
+
+        // SIGTERM while gen's temporary file exists (a few tries: gen may
+        // finish between the check and the signal).
+        let mut landed = 0;
+        for round in 0..5 {
+            let out = dir.path().join(format!("g{round}.kbx"));
+            let mut child = bin()
+                .args(["gen", out.to_str().unwrap(), "--preset", "small"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let prefix = format!(".g{round}.kbx.");
+            while child.try_wait().unwrap().is_none() {
+                if left(dir.path()).iter().any(|n| n.starts_with(&prefix)) {
+                    assert_eq!(unsafe_kill(child.id(), libc::SIGTERM), 0);
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            let status = child.wait().unwrap();
+            landed += usize::from(status.code() == Some(143));
+            assert!(left(dir.path()).iter().all(|n| !n.ends_with(".tmp")), "left behind: {:?}", left(dir.path()));
+            if landed > 0 {
+                break;
+            }
+        }
+        assert!(landed > 0, "no SIGTERM landed while gen wrote");
+    }
+
+    fn unsafe_kill(pid: u32, signal: i32) -> i32 {
+        // SAFETY: kill(2) with a child's pid and a signal number: no memory is
+        // shared, the worst case is an error code.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid as i32, signal)
+        }
     }
 }
 
@@ -368,6 +383,6 @@ crate::tests![
     a_failing_command_still_leaves_a_valid_trace,
     sweeps_have_a_span_per_size_and_run,
     worker_threads_are_named_tracks,
-    signals_finish_the_trace_and_leave_nothing_behind,
+    signals_finish_the_trace_and_leave_nothing_behind needs ["unix"],
     speedscope_opens_our_traces needs ["chromium", "node", "tests/viewer/node_modules/speedscope"],
 ];

@@ -79,6 +79,9 @@ impl KeyboxFile {
             Ok(f) => f,
             Err(error) => {
                 tally.settle(&stats, reporter);
+                if error.kind() == io::ErrorKind::IsADirectory {
+                    return Err(OpenError::NotRegular { path: path.to_path_buf(), kind: "directory" });
+                }
                 return Err(OpenError::Io { path: path.to_path_buf(), error });
             }
         };

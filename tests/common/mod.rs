@@ -50,6 +50,25 @@ pub fn temp_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// The system's words for a missing file (Linux: "No such file or
+/// directory"; Windows: "The system cannot find the file specified."),
+/// as kbxscope passes them on.
+pub fn no_such_file() -> String {
+    os_words(2)
+}
+
+/// The system's words for a path whose directory is missing (ENOENT on
+/// Unix; ERROR_PATH_NOT_FOUND on Windows).
+pub fn no_such_directory() -> String {
+    os_words(if cfg!(windows) { 3 } else { 2 })
+}
+
+/// The message of the system's error `code`, without Rust's ` (os error N)`.
+fn os_words(code: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_string()
+}
+
 /// Whether we run under CI, where a missing external tool is a failure.
 pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
@@ -90,16 +109,21 @@ pub struct Test {
     pub name: &'static str,
     /// Tools that must be on PATH; a need with a `/` in it is instead a path
     /// under the crate's root that must exist (e.g. node modules that
-    /// `npm ci` installs), see [`need_met`].
+    /// `npm ci` installs), and `unix` a Unix system, see [`need_met`].
     pub needs: &'static [&'static str],
     /// The test.
     pub run: fn(),
 }
 
 /// Whether a test's need is met: a tool found on PATH, or, for a need with
-/// a `/` in it, a file or directory at that path under the crate's root.
+/// a `/` in it, a file or directory at that path under the crate's root,
+/// or for `unix` a Unix system (a test of what Windows does not have:
+/// special files, permission bits, signals; under Wine it shows as
+/// ignored, its Unix-only body compiled out).
 pub fn need_met(need: &str) -> bool {
-    if need.contains('/') {
+    if need == "unix" {
+        cfg!(unix)
+    } else if need.contains('/') {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(need).exists()
     } else {
         find_tool(need).is_some()
@@ -353,6 +377,7 @@ impl Drop for Killed {
 /// The pid of GnuPG daemon `program` (`gpg-agent`, `keyboxd`) running for
 /// `home`: the one whose command line names the home (or its path inside
 /// a chroot).
+#[cfg(unix)]
 pub fn daemon_pid(home: &Path, program: &str) -> u32 {
     let home = home.to_string_lossy();
     let mut found = Vec::new();

@@ -6,9 +6,14 @@
 
 use std::cell::Cell;
 use std::ffi::CStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::events::IoStats;
+
+/// SQLite's calls are not counted here.
+pub(in crate::io::sqlite) const COUNTED: bool = false;
 
 /// SQLite's own default VFS (win32).
 pub(in crate::io::sqlite) const VFS_NAME: &CStr = c"win32";
@@ -18,6 +23,24 @@ pub(in crate::io::sqlite) const VFS_NAME: &CStr = c"win32";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("SQLite's system calls cannot be hooked on this system")]
 pub struct HookError;
+
+/// What SQLite would write beside the read-only database at `path`, found
+/// before it is opened (here no hook refuses it when SQLite tries): the
+/// `-shm` and `-wal` files of a database in WAL mode (its header's format
+/// versions, bytes 18 and 19, are 2), or the roll-back of a hot journal.
+/// These reads are the check's, not SQLite's, and are not counted either.
+pub(in crate::io::sqlite) fn write_beside(path: &Path) -> Option<String> {
+    let mut header = [0u8; 20];
+    let wal = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok()
+        && header.starts_with(b"SQLite format 3\0")
+        && (header[18] == 2 || header[19] == 2);
+    if wal {
+        return Some(format!("create {}-shm", path.display()));
+    }
+    let journal = PathBuf::from(format!("{}-journal", path.display()));
+    let hot = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+    hot.then(|| format!("roll back {}", journal.display()))
+}
 
 /// Nothing to install.
 pub(in crate::io::sqlite) fn install() -> Result<(), HookError> {

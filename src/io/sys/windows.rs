@@ -19,8 +19,8 @@ use std::time::Duration;
 use windows_sys::Win32::Foundation::{CloseHandle, GENERIC_READ, HANDLE, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::Storage::FileSystem::{
     CreateFileW, GetFileInformationByHandle, ReadFile, SetFilePointerEx, BY_HANDLE_FILE_INFORMATION,
-    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_BEGIN, FILE_CURRENT, FILE_END, FILE_SHARE_DELETE,
-    FILE_SHARE_READ, FILE_SHARE_WRITE, OPEN_EXISTING,
+    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_BEGIN, FILE_CURRENT, FILE_END, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, OPEN_EXISTING,
 };
 
 use super::{Access, CpuOf, FileApi, FileKind, Stat, Stop, WriteMode};
@@ -64,7 +64,13 @@ pub(in crate::io) fn open_read_only(path: &Path, api: FileApi, _noatime: bool) -
             // the call; `_wopen` reads it and keeps nothing.
             let fd = unsafe { libc::wopen(w.as_ptr(), libc::O_RDONLY | libc::O_BINARY) };
             if fd < 0 {
-                Err(io::Error::last_os_error())
+                let error = io::Error::last_os_error();
+                // The C runtime cannot open a directory (EACCES): say what
+                // it is, as the stat after an open says on Unix and Win32.
+                if path.is_dir() {
+                    return Err(io::ErrorKind::IsADirectory.into());
+                }
+                Err(error)
             } else {
                 Ok(SysFile(Raw::Crt(fd)))
             }
@@ -80,7 +86,10 @@ pub(in crate::io) fn open_read_only(path: &Path, api: FileApi, _noatime: bool) -
                     share,
                     std::ptr::null(),
                     OPEN_EXISTING,
-                    FILE_ATTRIBUTE_NORMAL,
+                    // Backup semantics: a directory opens too (its stat
+                    // then says what it is, as on Unix); a file is
+                    // opened as without it.
+                    FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS,
                     std::ptr::null_mut(),
                 )
             };

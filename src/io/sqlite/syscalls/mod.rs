@@ -48,6 +48,15 @@ mod writes;
 
 pub(super) use sync::VFS_NAME;
 
+/// Nothing to find before a read-only open here: the hooks refuse what
+/// SQLite would write, when it tries.
+pub(super) fn write_beside(_path: &std::path::Path) -> Option<String> {
+    None
+}
+
+/// SQLite's calls are counted here.
+pub(super) const COUNTED: bool = true;
+
 /// Whether the hooks are installed (once per process).
 static INSTALLED: OnceLock<Result<(), HookError>> = OnceLock::new();
 
