@@ -109,7 +109,11 @@ wine_tests() {
     say "the tests under Wine"
     # Without CI=true: a test needing a tool Windows lacks is ignored and
     # named, not failed (the Linux run holds those under CI=true).
-    inside "$CARGO_WIN --quiet 2>&1 | grep -v '^warning: aws-lc-sys'; test \${PIPESTATUS[0]} -eq 0"
+    # bad_input's every-truncation sweep starts some 250 processes, two
+    # minutes under Wine: the parser it covers is the same code on Linux,
+    # where it runs, and corruption's truncations run here.
+    inside "$CARGO_WIN --quiet -- --skip bad_input::every_truncation_of_a_small_keybox_fails_cleanly 2>&1 \
+        | grep -v '^warning: aws-lc-sys'; test \${PIPESTATUS[0]} -eq 0"
 }
 
 # Sweep's file events per size with each file API under Wine, against the

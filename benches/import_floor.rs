@@ -23,8 +23,15 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
+
+/// `pread(2)` (Windows: `ReadFile` at an offset).
+fn pread(file: &File, buf: &mut [u8], off: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, off);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, off);
+}
 
 /// The replay's calls, summed over its files.
 #[derive(Debug, Default)]
@@ -110,7 +117,7 @@ fn main() {
     let reads = timed(|| {
         let mut off = 0;
         for _ in 0..c.read {
-            let got = file.read_at(&mut buf, off).expect("pread");
+            let got = pread(&file, &mut buf, off).expect("pread");
             off = if got == 0 || off + got as u64 >= size { 0 } else { off + got as u64 };
         }
     });

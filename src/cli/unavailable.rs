@@ -13,15 +13,15 @@ pub mod record {
 
     use anyhow::{bail, Result};
 
-    use super::super::args::SummaryFormat;
-    use super::super::resolve::{RecordJob, TraceOptions};
+    use crate::cli::args::SummaryFormat;
+    use crate::cli::resolve::{RecordJob, TraceOptions};
 
     /// Says in one line that `record` is not available on this system.
     ///
     /// # Errors
     /// Always.
     pub fn run(_: &RecordJob, _: Option<SummaryFormat>, _: Option<&TraceOptions>) -> Result<ExitCode> {
-        bail!("record is not available on {}: {}", std::env::consts::OS, super::WHY)
+        bail!("record is not available on {}: {}", std::env::consts::OS, crate::cli::unavailable::WHY)
     }
 }
 
@@ -52,6 +52,6 @@ pub mod preloaded {
         _: Option<u64>,
         _: Option<Duration>,
     ) -> Result<std::io::Result<Preloaded>> {
-        bail!("a GnuPG program cannot be recorded on {}: {}", std::env::consts::OS, super::WHY)
+        bail!("a GnuPG program cannot be recorded on {}: {}", std::env::consts::OS, crate::cli::unavailable::WHY)
     }
 }

@@ -236,6 +236,9 @@ fn the_verdict_names_the_faster_store() {
     assert!(sweep(vec![row("0", 0.2)], None).verdict().is_none());
 }
 
+/// A size's label and its file events: open, read, seek, stat, close.
+type SizeOps = (&'static str, [u64; 5]);
+
 /// The buffer, not the system, decides when to read: every file API this
 /// system has (POSIX here on Linux; Win32 and the C runtime on Windows,
 /// under Wine in CI) makes the file events Linux makes, which `strace`
@@ -245,7 +248,7 @@ fn every_file_api_makes_linuxs_file_events() {
     let trust =
         crate::x509::TrustList::read(&std::fs::read_to_string(fixture("gnupg-mixed.trustlist.txt")).unwrap(), None);
     // (workload, [(size, [open, read, seek, stat, close])]), as Linux gives them.
-    let linux: [(Workload, [(&str, [u64; 5]); 3]); 3] = [
+    let linux: [(Workload, [SizeOps; 3]); 3] = [
         (Workload::List, [("8", [1, 78, 0, 1, 1]), ("64", [1, 11, 0, 1, 1]), ("128", [1, 6, 0, 1, 1])]),
         (
             Workload::Validate(Strategy::Gnupg),
