@@ -112,6 +112,31 @@ fn without_a_trustlist_nothing_is_trusted() {
     assert_eq!(stdout(&o).matches("\"status\":\"good\"").count(), 24);
 }
 
+/// Without GNUPGHOME, the trustlist is the one in the user's GnuPG home
+/// where GnuPG keeps it on this system: `~/.gnupg` on Unix, Gpg4win's
+/// `%APPDATA%\gnupg` on Windows; with GNUPGHOME, that home's.
+fn the_trustlist_of_the_users_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let kbx = dir.path().join("k.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let home = if cfg!(windows) { dir.path().join("gnupg") } else { dir.path().join(".gnupg") };
+    std::fs::create_dir(&home).unwrap();
+    std::fs::copy(fixture("gnupg-mixed.trustlist.txt"), home.join("trustlist.txt")).unwrap();
+    let good = |gnupghome: Option<&std::path::Path>| {
+        let mut cmd = crate::common::bin();
+        cmd.env("HOME", dir.path()).env("APPDATA", dir.path()).env_remove("GNUPGHOME");
+        if let Some(h) = gnupghome {
+            cmd.env("GNUPGHOME", h);
+        }
+        let o = cmd.args(["list", "--with-validation", "--json", "--at", AT, kbx.to_str().unwrap()]).output().unwrap();
+        stdout(&o).matches("\"status\":\"good\"").count()
+    };
+    assert_eq!(good(None), 24, "the trustlist in the user's home");
+    let elsewhere = tempfile::tempdir().unwrap();
+    assert_eq!(good(Some(elsewhere.path())), 0, "GNUPGHOME's home, which has none");
+    assert_eq!(good(Some(&home)), 24, "GNUPGHOME's home");
+}
+
 fn index_reads_the_file_once() {
     // 45 blobs, 20 of them OpenPGP keys that the index passes over.
     let kbx = fixture("gnupg-mixed.kbx");
@@ -362,6 +387,7 @@ crate::tests![
     fixtures_match_live_gpgsm needs ["gpgsm", "strace"],
     text_output_marks_certificates_like_gpgsm,
     without_a_trustlist_nothing_is_trusted,
+    the_trustlist_of_the_users_home,
     index_reads_the_file_once,
     gnupg_lookup_matches_live_gpgsm needs ["gpgsm", "strace"],
     mixed_pki_matches_live_gpgsm needs ["gpgsm", "strace"],

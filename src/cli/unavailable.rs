@@ -55,3 +55,17 @@ pub mod preloaded {
         bail!("a GnuPG program cannot be recorded on {}: {}", std::env::consts::OS, crate::cli::unavailable::WHY)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// One line, naming the system and where the design is.
+    #[test]
+    fn record_says_in_one_line_that_it_needs_linux() {
+        let e = super::preloaded::run_preloaded(&mut Command::new("gpg"), "*.kbx", None, None, None).err().unwrap();
+        let text = format!("{e:#}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains(std::env::consts::OS) && text.contains("docs/windows.md"), "{text}");
+    }
+}
