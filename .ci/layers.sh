@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../src"
 
 declare -A allowed=(
   [events]="kbx units"
-  [io]="events kbx units"
+  [io]="events kbx units gnupg_version"
   [telemetry]="events kbx units"
   [crypto]=""
   [keyboxd]="io events kbx telemetry"

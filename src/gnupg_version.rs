@@ -41,17 +41,6 @@ impl GnupgVersion {
     /// Both, oldest first.
     pub const ALL: [Self; 2] = [Self::V2_2, Self::V2_4];
 
-    /// The read buffer this version uses for a keybox when none is given:
-    /// 8 KiB (2.2's stream buffer) or 64 KiB (2.4's `--kbx-buffer-size`
-    /// default), in KiB, on Unix (`BufferSize::gnupg_default` gives this
-    /// system's: 128 KiB for 2.4 on Windows).
-    pub fn default_buffer_kib(self) -> u64 {
-        match self {
-            Self::V2_2 => 8,
-            Self::V2_4 => 64,
-        }
-    }
-
     /// Whether a third-party certification of a user id made with SHA-1 at
     /// `created` (Unix seconds) is rejected.
     pub fn rejects_sha1_certification(self, created: u32) -> bool {

@@ -262,7 +262,7 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
         Command::Record(a) => Job::Record(record(a)),
     };
     let version = cli.gnupg_version;
-    let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::gnupg_default(version.default_buffer_kib()));
+    let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::gnupg_default(version));
     let file_api = file_apis(&cli.file_api, &job)?;
     Ok(Options { buffer_size, file_api, version, summary: cli.io_summary, telemetry, trace, now, job })
 }

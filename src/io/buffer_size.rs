@@ -11,6 +11,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::gnupg_version::GnupgVersion;
+
 /// One KiB.
 const KIB: u64 = 1024;
 /// The stream layer's default buffer (estream's `BUFFER_BLOCK_SIZE`).
@@ -43,12 +45,14 @@ impl BufferSize {
         }
     }
 
-    /// GnuPG's keybox buffer on this system, for a version whose buffer
-    /// on Unix is `unix_kib` KiB: the same, but on Windows, where GnuPG 2.4
-    /// reads keyboxes through 128 KiB instead of Unix's 64 KiB.
-    pub fn gnupg_default(unix_kib: u64) -> Self {
-        let kib = if unix_kib == 64 { super::sys::GNUPG_64K_HERE_KIB } else { unix_kib };
-        Self::Bytes(kib as usize * KIB as usize)
+    /// The buffer `version` reads a keybox through when none is given, on
+    /// this system: 2.2's 8 KiB stream buffer, or 2.4's `--kbx-buffer-size`
+    /// default (64 KiB on Unix, 128 KiB on Windows).
+    pub fn gnupg_default(version: GnupgVersion) -> Self {
+        match version {
+            GnupgVersion::V2_2 => Self::Bytes(STREAM_DEFAULT),
+            GnupgVersion::V2_4 => Self::Bytes(super::sys::GNUPG_KBX_BUFFER_KIB * KIB as usize),
+        }
     }
 
     /// GnuPG's `--kbx-buffer-size N` (N in KiB): 0 → 8 KiB default,

@@ -192,10 +192,7 @@ pub(super) fn measure(path: &Path, plan: &Runs<'_>, progress: &mut dyn FnMut(Pro
     // Every size's handles compare the file they open with the first one.
     let first = IoTally::new(plan.sizes.first().map_or_else(BufferSize::default, |s| s.size));
     for (i, &(s, bulk_import)) in rows.iter().enumerate() {
-        let tally = match s.api {
-            Some(api) => first.sibling(s.size).with_file_api(api),
-            None => first.sibling(s.size),
-        };
+        let tally = first.sibling(s.size).with_file_api(s.api.unwrap_or(first.file_api()));
         // `first` reads nothing: its changes are only the ones every size
         // shares (files seen at open); what comes after them is this size's.
         let seen_before = first.changes().len();

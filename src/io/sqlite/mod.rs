@@ -150,6 +150,11 @@ impl Database {
     }
 
     fn open_as(path: &Path, tally: &IoTally, writes: bool) -> Result<Self, DbError> {
+        if !writes {
+            if let Some(what) = syscalls::write_beside(path) {
+                return Err(DbError::Refused { path: path.to_path_buf(), what });
+            }
+        }
         syscalls::install()?;
         let template = tally.fresh_stats();
         let armed = Armed::arm(Sink::new(template, tracing_events(), writes))
@@ -161,9 +166,6 @@ impl Database {
             tally: tally.clone(),
             _not_send: PhantomData,
         };
-        if let Some(what) = (!writes).then(|| syscalls::write_beside(path)).flatten() {
-            return Err(DbError::Refused { path: path.to_path_buf(), what });
-        }
         let common = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_EXRESCODE;
         let opened = if writes {
             let flags = common | OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;

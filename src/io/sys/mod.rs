@@ -22,7 +22,7 @@ mod windows;
 use windows as imp;
 
 pub use imp::SysFile;
-pub(super) use imp::{open_read_only, retry_plain, GNUPG_64K_HERE_KIB};
+pub(super) use imp::{open_read_only, retry_plain, GNUPG_KBX_BUFFER_KIB};
 
 /// Which of the system's file APIs opens, reads, seeks and closes a
 /// keybox (`--file-api`). Each system has its own; the others are refused

@@ -16,8 +16,8 @@ use super::{Access, CpuOf, FileApi, FileKind, Stat, Stop, WriteMode};
 use crate::io::change::FileIdentity;
 use crate::io::RawRead;
 
-/// GnuPG's 64 KiB keybox buffer of Unix, here.
-pub(in crate::io) const GNUPG_64K_HERE_KIB: u64 = 64;
+/// GnuPG 2.4's default keybox buffer here, in KiB.
+pub(in crate::io) const GNUPG_KBX_BUFFER_KIB: usize = 64;
 
 /// The file APIs this system has.
 pub(super) const APIS: &[FileApi] = &[FileApi::Posix];

@@ -27,8 +27,8 @@ use super::{Access, CpuOf, FileApi, FileKind, Stat, Stop, WriteMode};
 use crate::io::change::FileIdentity;
 use crate::io::RawRead;
 
-/// GnuPG 2.4's keybox buffer, 64 KiB on Unix, is 128 KiB on Windows.
-pub(in crate::io) const GNUPG_64K_HERE_KIB: u64 = 128;
+/// GnuPG 2.4's default keybox buffer here, in KiB.
+pub(in crate::io) const GNUPG_KBX_BUFFER_KIB: usize = 128;
 
 /// The file APIs this system has, GnuPG's keybox default first.
 pub(super) const APIS: &[FileApi] = &[FileApi::Win32, FileApi::Crt];
