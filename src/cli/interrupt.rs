@@ -13,7 +13,7 @@
 //! left, so a file is either in place or gone, never half of each.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 use std::time::Duration;
 
@@ -84,21 +84,40 @@ pub fn on_interrupt(hook: Hook) {
     registry().hooks.push(hook);
 }
 
-/// Wait until `limit` has passed (with `None`, forever) or SIGINT or
-/// SIGTERM (Ctrl-C) comes: the first signal ends the wait instead of the process
-/// (a second one ends the process as usual). The signal's name, if one
-/// came. (`record --pid` waits so, on Linux.)
+/// SIGINT and SIGTERM caught for a wait instead of ending the process,
+/// from [`catch_stops`] on: a signal that comes before [`Caught::wait`]
+/// is kept for it. Dropped, the signals end the process again.
+pub struct Caught(Receiver<&'static str>);
+
+/// Catch the next SIGINT or SIGTERM (Ctrl-C) for a [`Caught::wait`]: the
+/// first one ends that wait instead of the process (a second one ends the
+/// process as usual). Armed before a command says it is ready, so a
+/// signal sent as soon as it says so is never lost. (`record --pid` waits
+/// so, on Linux.)
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-pub fn wait_for_signal(limit: Option<Duration>) -> Option<&'static str> {
+pub fn catch_stops() -> Caught {
     watch();
     let (tx, rx) = channel();
     *WAITER.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
-    let got = match limit {
-        Some(d) => rx.recv_timeout(d).ok(),
-        None => rx.recv().ok(),
-    };
-    WAITER.lock().unwrap_or_else(PoisonError::into_inner).take();
-    got
+    Caught(rx)
+}
+
+impl Caught {
+    /// Wait until `limit` has passed (with `None`, forever) or the signal
+    /// has come; its name, if it came.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub fn wait(self, limit: Option<Duration>) -> Option<&'static str> {
+        match limit {
+            Some(d) => self.0.recv_timeout(d).ok(),
+            None => self.0.recv().ok(),
+        }
+    }
+}
+
+impl Drop for Caught {
+    fn drop(&mut self) {
+        WAITER.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
 }
 
 fn interrupted(stop: Stop) -> ! {

@@ -157,13 +157,15 @@ fn watch_running(
     }
     let pids = k.watched();
     let until = a.duration.map_or_else(|| "Ctrl-C".to_string(), |d| format!("{d:?} have passed"));
+    // Caught before saying so: a Ctrl-C right after the line ends the wait.
+    let caught = super::interrupt::catch_stops();
     eprintln!(
         "kbxscope: record: attached to {} process{} ({}); recording until {until}",
         pids.len(),
         if pids.len() == 1 { "" } else { "es" },
         pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
     );
-    let stopped = super::interrupt::wait_for_signal(a.duration);
+    let stopped = caught.wait(a.duration);
     let mut recorded = Recorded::default();
     recorded.add_kernel(k.finish());
     if let Some(signal) = stopped {
