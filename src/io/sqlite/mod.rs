@@ -11,10 +11,16 @@
 //! the keybox layer's own, and what would write is refused before it
 //! reaches the kernel. The counts equal `strace`'s.
 //!
+//! On Windows the default VFS is win32, and its table's entries are hooked
+//! the same way (`win32/`): `CreateFileW`, `ReadFile`, `GetFileSize`,
+//! `LockFileEx`/`UnlockFileEx`, `GetFileAttributesExW`, `CloseHandle`, and
+//! for a private copy `WriteFile`, `SetEndOfFile`, `FlushFileBuffers`,
+//! `DeleteFileW` (docs/windows.md).
+//!
 //! [`Database::open_private`] opens a write replay's private copy
-//! read-write on kbxscope's wrapper of that VFS: there SQLite's writes,
-//! truncations, unlinks and syncs (of the database, its journal and its
-//! directory) are made and counted too.
+//! read-write (on Unix on kbxscope's wrapper of the unix VFS, which counts
+//! its `fsync`s): there SQLite's writes, truncations, unlinks and syncs (of
+//! the database, its journal and its directory) are made and counted too.
 //!
 //! SQLite itself is built from the source `rusqlite` bundles, with its
 //! default page cache (2000 KiB), no memory mapping, and the busy timeout
@@ -22,11 +28,14 @@
 //! keyboxd to finish its transaction, then fails with "database is locked").
 
 mod pending;
+mod sink;
 #[cfg(unix)]
 mod syscalls;
-#[cfg(not(unix))]
-#[path = "uncounted.rs"]
-mod syscalls;
+mod table;
+#[cfg(windows)]
+mod win32;
+#[cfg(windows)]
+use win32 as syscalls;
 
 use std::marker::PhantomData;
 use std::ops::ControlFlow;
@@ -36,12 +45,7 @@ use std::rc::Rc;
 use rusqlite::{Connection, OpenFlags};
 
 pub(crate) use pending::Pending;
-use syscalls::{Armed, Sink};
-
-/// Whether SQLite's calls are counted on this system: on Unix, yes; on
-/// Windows not yet (its win32 VFS is not hooked: a database's file events
-/// are zero there, docs/windows.md).
-pub const CALLS_COUNTED: bool = syscalls::COUNTED;
+use sink::{Armed, Sink};
 
 use super::event::tracing_events;
 use super::tally::IoTally;
@@ -52,7 +56,7 @@ use crate::events::FileStats;
 pub enum DbError {
     /// SQLite could not be set up to count its calls.
     #[error("cannot count SQLite's system calls: {0}")]
-    Hooks(#[from] syscalls::HookError),
+    Hooks(#[from] table::HookError),
     /// Another database is open on this thread.
     #[error("'{}': another database is open on this thread", path.display())]
     Busy {
@@ -150,11 +154,6 @@ impl Database {
     }
 
     fn open_as(path: &Path, tally: &IoTally, writes: bool) -> Result<Self, DbError> {
-        if !writes {
-            if let Some(what) = syscalls::write_beside(path) {
-                return Err(DbError::Refused { path: path.to_path_buf(), what });
-            }
-        }
         syscalls::install()?;
         let template = tally.fresh_stats();
         let armed = Armed::arm(Sink::new(template, tracing_events(), writes))

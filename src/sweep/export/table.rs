@@ -156,9 +156,6 @@ fn table(sweep: &Sweep, how: Table) -> String {
     if sweep.keyboxd {
         s += "keyboxd's database: buffer = SQLite's page cache (PRAGMA cache_size; keyboxd's\n";
         s += "is SQLite's default, 2000 KiB); file events: SQLite's calls, locks included.\n";
-        if !crate::io::sqlite::CALLS_COUNTED {
-            s += "(SQLite's calls are not counted on this system yet: its file events are 0.)\n";
-        }
     }
     if seed {
         s += "seed: what procmon counted for gpgsm -k --with-validation on GnuPG's 42 MiB\n";

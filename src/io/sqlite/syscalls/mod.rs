@@ -30,32 +30,21 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 use libc::{mode_t, off_t, size_t, ssize_t};
-use rusqlite::ffi;
 
+use super::sink::{counted, on_fd, set_errno, write_rule, Outcome, Target, WriteRule};
+use super::table::{HookError, Syscall, Table};
 use crate::events::FileOp;
 use originals::*;
-use sink::{counted, set_errno, write_rule, Outcome, Target, WriteRule};
-pub(super) use sink::{Armed, Sink};
 use writes::{
     hook_fallocate, hook_fchmod, hook_fchown, hook_ftruncate, hook_mkdir, hook_pwrite, hook_rmdir, hook_unlink,
     hook_write, refuse,
 };
 
 mod originals;
-mod sink;
 mod sync;
 mod writes;
 
 pub(super) use sync::VFS_NAME;
-
-/// Nothing to find before a read-only open here: the hooks refuse what
-/// SQLite would write, when it tries.
-pub(super) fn write_beside(_path: &std::path::Path) -> Option<String> {
-    None
-}
-
-/// SQLite's calls are counted here.
-pub(super) const COUNTED: bool = true;
 
 /// Whether the hooks are installed (once per process).
 static INSTALLED: OnceLock<Result<(), HookError>> = OnceLock::new();
@@ -73,12 +62,12 @@ unsafe extern "C" fn hook_open(path: *const c_char, flags: c_int, mode: mode_t) 
         Target::Opened(path),
         None,
         || unsafe { (originals().open)(path, flags, mode) },
-        |r| Outcome { failed: r < 0, bytes: None, written: None, fd: Some(r) },
+        |r| Outcome { failed: r < 0, bytes: None, written: None, fd: Some(r as isize) },
     )
 }
 
 unsafe extern "C" fn hook_close(fd: c_int) -> c_int {
-    counted(FileOp::Close, Target::Fd(fd), None, || unsafe { (originals().close)(fd) }, |r| Outcome::ok_if(r == 0))
+    counted(FileOp::Close, on_fd(fd), None, || unsafe { (originals().close)(fd) }, |r| Outcome::ok_if(r == 0))
 }
 
 unsafe extern "C" fn hook_access(path: *const c_char, mode: c_int) -> c_int {
@@ -112,7 +101,7 @@ unsafe extern "C" fn hook_lstat(path: *const c_char, buf: *mut libc::stat) -> c_
 }
 
 unsafe extern "C" fn hook_fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
-    counted(FileOp::Stat, Target::Fd(fd), None, || unsafe { (originals().fstat)(fd, buf) }, |r| Outcome::ok_if(r == 0))
+    counted(FileOp::Stat, on_fd(fd), None, || unsafe { (originals().fstat)(fd, buf) }, |r| Outcome::ok_if(r == 0))
 }
 
 /// SQLite calls its `fcntl` entry as the variadic `fcntl(fd, cmd, ...)`
@@ -125,7 +114,7 @@ unsafe extern "C" fn hook_fcntl(fd: c_int, cmd: c_int, arg: *mut c_void) -> c_in
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => FileOp::Dup,
         _ => FileOp::Stat,
     };
-    counted(op, Target::Fd(fd), None, || unsafe { (originals().fcntl)(fd, cmd, arg) }, |r| Outcome::ok_if(r != -1))
+    counted(op, on_fd(fd), None, || unsafe { (originals().fcntl)(fd, cmd, arg) }, |r| Outcome::ok_if(r != -1))
 }
 
 fn read_result(r: ssize_t) -> Outcome {
@@ -133,12 +122,12 @@ fn read_result(r: ssize_t) -> Outcome {
 }
 
 unsafe extern "C" fn hook_read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    counted(FileOp::Read, Target::Fd(fd), None, || unsafe { (originals().read)(fd, buf, n) }, read_result)
+    counted(FileOp::Read, on_fd(fd), None, || unsafe { (originals().read)(fd, buf, n) }, read_result)
 }
 
 unsafe extern "C" fn hook_pread(fd: c_int, buf: *mut c_void, n: size_t, at: off_t) -> ssize_t {
     let offset = u64::try_from(at).ok();
-    counted(FileOp::Read, Target::Fd(fd), offset, || unsafe { (originals().pread)(fd, buf, n, at) }, read_result)
+    counted(FileOp::Read, on_fd(fd), offset, || unsafe { (originals().pread)(fd, buf, n, at) }, read_result)
 }
 
 unsafe extern "C" fn hook_pread64(fd: c_int, buf: *mut c_void, n: size_t, at: off_t) -> ssize_t {
@@ -148,7 +137,7 @@ unsafe extern "C" fn hook_pread64(fd: c_int, buf: *mut c_void, n: size_t, at: of
         set_errno(libc::ENOSYS);
         return -1;
     };
-    counted(FileOp::Read, Target::Fd(fd), offset, || unsafe { pread64(fd, buf, n, at) }, read_result)
+    counted(FileOp::Read, on_fd(fd), offset, || unsafe { pread64(fd, buf, n, at) }, read_result)
 }
 
 unsafe extern "C" fn hook_readlink(path: *const c_char, buf: *mut c_char, n: size_t) -> ssize_t {
@@ -170,13 +159,13 @@ unsafe extern "C" fn hook_mmap(
     at: off_t,
 ) -> *mut c_void {
     if prot & libc::PROT_WRITE != 0 && flags & libc::MAP_SHARED != 0 && write_rule() == WriteRule::Refuse {
-        refuse("map for writing", Target::Fd(fd));
+        refuse("map for writing", on_fd(fd));
         return libc::MAP_FAILED;
     }
     let offset = u64::try_from(at).ok();
     counted(
         FileOp::Mmap,
-        Target::Fd(fd),
+        on_fd(fd),
         offset,
         || unsafe { (originals().mmap)(addr, len, prot, flags, fd, at) },
         |r| Outcome::ok_if(r != libc::MAP_FAILED),
@@ -193,49 +182,9 @@ pub(super) fn install() -> Result<(), HookError> {
     INSTALLED.get_or_init(|| install_now().and_then(|()| sync::register())).clone()
 }
 
-type Syscall = unsafe extern "C" fn();
-
-/// Why SQLite's system calls could not be hooked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HookError {
-    /// SQLite has no default VFS.
-    #[error("SQLite has no default VFS")]
-    NoDefaultVfs,
-    /// The default VFS is not one with a system-call table (not unix).
-    #[error("SQLite's default VFS has no system-call table")]
-    NoSystemCallTable,
-    /// An entry the hooks need is not in the table.
-    #[error("SQLite's VFS has no \"{0}\" entry")]
-    MissingEntry(String),
-    /// The hooks were installed twice.
-    #[error("SQLite's system calls were hooked twice")]
-    Twice,
-    /// The VFS refused to take a hook.
-    #[error("SQLite's VFS refused a hook for \"{name}\" (code {code})")]
-    Refused {
-        /// The entry.
-        name: String,
-        /// SQLite's result code.
-        code: std::ffi::c_int,
-    },
-}
-
 fn install_now() -> Result<(), HookError> {
-    // SAFETY: sqlite3_vfs_find with NULL returns the default VFS (the
-    // library initializes itself first), valid for the process's life.
-    let vfs = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
-    if vfs.is_null() {
-        return Err(HookError::NoDefaultVfs);
-    }
-    // SAFETY: vfs is valid (above).
-    let (get, set) = unsafe { ((*vfs).xGetSystemCall, (*vfs).xSetSystemCall) };
-    let (Some(get), Some(set)) = (get, set) else {
-        return Err(HookError::NoSystemCallTable);
-    };
-    let original = |name: &CStr| -> Result<Syscall, HookError> {
-        // SAFETY: vfs is valid and name NUL-terminated.
-        unsafe { get(vfs, name.as_ptr()) }.ok_or_else(|| HookError::MissingEntry(name.to_string_lossy().into_owned()))
-    };
+    let table = Table::of_default_vfs()?;
+    let original = |name: &CStr| table.original(name);
     // SAFETY: each entry holds the function of the system call it is named
     // after, with that call's C signature; the transmutes restore it.
     let o = unsafe {
@@ -266,7 +215,7 @@ fn install_now() -> Result<(), HookError> {
     macro_rules! hooks {
         ($($name:literal => $f:expr),* $(,)?) => {[$(($name, $f as *const ())),*]};
     }
-    let table: [(&CStr, *const ()); 21] = hooks![
+    let hooks: [(&CStr, *const ()); 21] = hooks![
         c"open" => hook_open as unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int,
         c"close" => hook_close as unsafe extern "C" fn(c_int) -> c_int,
         c"access" => hook_access as unsafe extern "C" fn(*const c_char, c_int) -> c_int,
@@ -295,18 +244,7 @@ fn install_now() -> Result<(), HookError> {
     if ORIGINALS.set(o).is_err() {
         return Err(HookError::Twice);
     }
-    for (name, f) in table {
-        // An entry SQLite leaves empty (pread64, pwrite64 where it uses
-        // pread/pwrite) is never called: leave it empty.
-        if original(name).is_err() {
-            continue;
-        }
-        // SAFETY: vfs is valid; f is a function with the signature SQLite
-        // calls the entry `name` with.
-        let rc = unsafe { set(vfs, name.as_ptr(), Some(std::mem::transmute::<*const (), Syscall>(f))) };
-        if rc != ffi::SQLITE_OK {
-            return Err(HookError::Refused { name: name.to_string_lossy().into_owned(), code: rc });
-        }
-    }
-    Ok(())
+    // SAFETY: each hook has the signature SQLite calls its entry with (the
+    // casts above), and ORIGINALS holds every original they call.
+    unsafe { table.hook(&hooks) }
 }

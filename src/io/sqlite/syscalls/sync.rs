@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use rusqlite::ffi;
 
-use super::sink::{path_name, SyncWatch, SINK};
-use super::HookError;
 use crate::events::FileOp;
 use crate::io::event::Stopwatch;
+use crate::io::sqlite::sink::{path_name, SyncWatch, SINK};
+use crate::io::sqlite::table::HookError;
 
 /// The name of kbxscope's VFS (the unix VFS with its syncs counted).
 pub(in crate::io::sqlite) const VFS_NAME: &CStr = c"kbxscope-unix";

@@ -10,23 +10,13 @@ use std::ffi::{c_char, c_int, c_void};
 use libc::{mode_t, off_t, size_t, ssize_t};
 
 use super::originals::originals;
-use super::sink::{counted, path_name, set_errno, write_rule, Outcome, Target, WriteRule, SINK};
 use crate::events::FileOp;
+use crate::io::sqlite::sink::{counted, note_refused, on_fd, set_errno, write_rule, Outcome, Target, WriteRule};
 
 /// Refuse a call that would write: nothing reaches the kernel, errno is
 /// `EACCES`, and the sink remembers the first such call.
 pub(super) fn refuse(what: &str, target: Target) -> c_int {
-    let _ = SINK.try_with(|s| {
-        let Ok(mut s) = s.try_borrow_mut() else { return };
-        let Some(sink) = s.as_mut() else { return };
-        if sink.refused.is_none() {
-            let name = match target {
-                Target::Fd(fd) => sink.name_of_fd(fd).map_or_else(|| format!("fd {fd}"), |n| n.to_string()),
-                Target::Path(p) | Target::Opened(p) => path_name(p).to_string(),
-            };
-            sink.refused = Some(format!("{what} {name}"));
-        }
-    });
+    note_refused(what, target);
     set_errno(libc::EACCES);
     -1
 }
@@ -77,7 +67,7 @@ fn written(r: ssize_t) -> Outcome {
 /// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     let call = |f: super::originals::WriteFn| unsafe { f(fd, buf, n) };
-    guarded("write", FileOp::Write, Target::Fd(fd), originals().write, call, -1, written)
+    guarded("write", FileOp::Write, on_fd(fd), originals().write, call, -1, written)
 }
 
 /// SQLite's `pwrite` (see [`guarded`]).
@@ -86,7 +76,7 @@ pub(super) unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, n: siz
 /// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_pwrite(fd: c_int, buf: *const c_void, n: size_t, at: off_t) -> ssize_t {
     let call = |f: super::originals::PwriteFn| unsafe { f(fd, buf, n, at) };
-    guarded("write", FileOp::Write, Target::Fd(fd), originals().pwrite, call, -1, written)
+    guarded("write", FileOp::Write, on_fd(fd), originals().pwrite, call, -1, written)
 }
 
 /// SQLite's `ftruncate` (see [`guarded`]).
@@ -95,7 +85,7 @@ pub(super) unsafe extern "C" fn hook_pwrite(fd: c_int, buf: *const c_void, n: si
 /// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_ftruncate(fd: c_int, len: off_t) -> c_int {
     let call = |f: super::originals::FtruncateFn| unsafe { f(fd, len) };
-    guarded("truncate", FileOp::Truncate, Target::Fd(fd), originals().ftruncate, call, -1, ok_if_zero)
+    guarded("truncate", FileOp::Truncate, on_fd(fd), originals().ftruncate, call, -1, ok_if_zero)
 }
 
 /// SQLite's `fchmod`, a change of the file's metadata (see [`guarded`]).
@@ -104,7 +94,7 @@ pub(super) unsafe extern "C" fn hook_ftruncate(fd: c_int, len: off_t) -> c_int {
 /// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_fchmod(fd: c_int, mode: mode_t) -> c_int {
     let call = |f: super::originals::FchmodFn| unsafe { f(fd, mode) };
-    guarded("chmod", FileOp::Stat, Target::Fd(fd), originals().fchmod, call, -1, ok_if_zero)
+    guarded("chmod", FileOp::Stat, on_fd(fd), originals().fchmod, call, -1, ok_if_zero)
 }
 
 /// SQLite's `fchown` (run as root, it gives a new journal the database's
@@ -114,7 +104,7 @@ pub(super) unsafe extern "C" fn hook_fchmod(fd: c_int, mode: mode_t) -> c_int {
 /// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_fchown(fd: c_int, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
     let call = |f: super::originals::FchownFn| unsafe { f(fd, uid, gid) };
-    guarded("chown", FileOp::Stat, Target::Fd(fd), originals().fchown, call, -1, ok_if_zero)
+    guarded("chown", FileOp::Stat, on_fd(fd), originals().fchown, call, -1, ok_if_zero)
 }
 
 /// SQLite's `posix_fallocate`, which returns the error instead of setting
@@ -124,7 +114,7 @@ pub(super) unsafe extern "C" fn hook_fchown(fd: c_int, uid: libc::uid_t, gid: li
 /// The arguments are as the C call takes them (SQLite is the only caller).
 pub(super) unsafe extern "C" fn hook_fallocate(fd: c_int, at: off_t, len: off_t) -> c_int {
     let call = |f: super::originals::FallocateFn| unsafe { f(fd, at, len) };
-    guarded("allocate", FileOp::Truncate, Target::Fd(fd), originals().fallocate, call, libc::EACCES, ok_if_zero)
+    guarded("allocate", FileOp::Truncate, on_fd(fd), originals().fallocate, call, libc::EACCES, ok_if_zero)
 }
 
 /// SQLite's `unlink` (a journal removed at a commit; see [`guarded`]).

@@ -1,9 +1,18 @@
-//! Where SQLite's calls are counted: the calling thread's sink, armed
-//! while a database of kbxscope's is open on it, and the bookkeeping of
-//! one call (its file, its outcome, errno kept as the call left it).
+//! Where SQLite's calls are counted, on every system: the calling
+//! thread's sink, armed while a database of kbxscope's is open on it, and
+//! the bookkeeping of one call (its file, its outcome, the system's error
+//! code — errno, or Windows' last error — kept as the call left it).
+//!
+//! The hooks of each system's VFS (`syscalls` on Unix, `win32` on
+//! Windows) call [`counted`] around SQLite's original; descriptors and
+//! handles are [`Fd`]s here, paths [`RawPath`]s.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr};
+#![allow(unsafe_code)]
+// SINK's initializer is `const` already: clippy 1.95 says otherwise for
+// x86_64-pc-windows-gnu built with -Zbuild-std (its thread_local! expands
+// to the OS-key form there), a false positive.
+#![allow(clippy::missing_const_for_thread_local)]
+
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -12,20 +21,20 @@ use crate::io::event::Stopwatch;
 
 /// Where the calling thread's events go while a database is open on it.
 #[derive(Debug, Default)]
-pub(in crate::io::sqlite) struct Sink {
-    /// Open descriptors and the files they are on.
-    fds: Vec<(c_int, Rc<str>)>,
+pub(super) struct Sink {
+    /// Open descriptors (handles) and the files they are on.
+    fds: Vec<(Fd, Rc<str>)>,
     /// Per file, in the order first touched.
-    pub(in crate::io::sqlite) files: Vec<(Rc<str>, IoStats)>,
+    pub(super) files: Vec<(Rc<str>, IoStats)>,
     /// A fresh `IoStats` for a new file (histograms or not, buffer size).
     template: IoStats,
     /// Whether event spans are wanted.
     pub(super) trace: bool,
     /// The first call refused because it would have written: what and on what.
-    pub(in crate::io::sqlite) refused: Option<String>,
+    pub(super) refused: Option<String>,
     /// Whether calls that write are counted and made (a private copy
     /// kbxscope writes) rather than refused.
-    pub(in crate::io::sqlite) writes: bool,
+    pub(super) writes: bool,
     /// While SQLite syncs a file: the directory it opens to sync too.
     pub(super) syncing: Option<SyncWatch>,
 }
@@ -47,7 +56,7 @@ pub(super) struct SyncWatch {
 /// watch started when its open returned, and the span of its sync (while
 /// traced).
 pub(super) struct DirSync {
-    fd: c_int,
+    fd: Fd,
     name: Rc<str>,
     watch: Option<Stopwatch>,
     span: Option<tracing::span::EnteredSpan>,
@@ -60,15 +69,17 @@ impl std::fmt::Debug for SyncWatch {
 }
 
 impl Sink {
-    pub(in crate::io::sqlite) fn new(template: IoStats, trace: bool, writes: bool) -> Self {
+    pub(super) fn new(template: IoStats, trace: bool, writes: bool) -> Self {
         Self { template, trace, writes, ..Self::default() }
     }
 
+    /// The buffer size events are labelled with (the unix VFS's syncs).
+    #[cfg(unix)]
     pub(super) fn template_buffer_size(&self) -> u64 {
         self.template.buffer_size
     }
 
-    pub(super) fn name_of_fd(&self, fd: c_int) -> Option<Rc<str>> {
+    pub(super) fn name_of_fd(&self, fd: Fd) -> Option<Rc<str>> {
         self.fds.iter().rev().find(|(f, _)| *f == fd).map(|(_, n)| n.clone())
     }
 
@@ -85,16 +96,16 @@ impl Sink {
 }
 
 thread_local! {
-    pub(super) static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+    pub(super) static SINK: std::cell::RefCell<Option<Sink>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A sink armed on this thread; disarmed (and handed back) by [`Armed::disarm`].
-pub(in crate::io::sqlite) struct Armed(());
+pub(super) struct Armed(());
 
 impl Armed {
     /// Arm `sink` on this thread. `None` if one is armed already (one
     /// database at a time per thread).
-    pub(in crate::io::sqlite) fn arm(sink: Sink) -> Option<Armed> {
+    pub(super) fn arm(sink: Sink) -> Option<Armed> {
         SINK.with(|s| {
             let mut s = s.borrow_mut();
             if s.is_some() {
@@ -106,25 +117,37 @@ impl Armed {
     }
 
     /// Look at the sink (the refusal so far, say).
-    pub(in crate::io::sqlite) fn with<R>(&self, f: impl FnOnce(&Sink) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&Sink) -> R) -> R {
         SINK.with(|s| f(s.borrow().as_ref().expect("armed")))
     }
 
     /// Disarm: the sink with everything counted.
-    pub(in crate::io::sqlite) fn disarm(self) -> Sink {
+    pub(super) fn disarm(self) -> Sink {
         SINK.with(|s| s.borrow_mut().take().expect("armed"))
     }
 }
 
+/// A descriptor (Unix) or a handle (Windows), as a number.
+pub(super) type Fd = isize;
+
+/// A path as SQLite hands it to the system: NUL-terminated bytes on Unix,
+/// UTF-16 on Windows.
+#[cfg(unix)]
+pub(super) type RawPath = *const std::ffi::c_char;
+/// A path as SQLite hands it to the system: NUL-terminated bytes on Unix,
+/// UTF-16 on Windows.
+#[cfg(windows)]
+pub(super) type RawPath = *const u16;
+
 /// What one call touched, for the books.
 #[derive(Clone, Copy)]
 pub(super) enum Target {
-    /// A descriptor.
-    Fd(c_int),
+    /// A descriptor or handle.
+    Fd(Fd),
     /// A path.
-    Path(*const c_char),
+    Path(RawPath),
     /// A path being opened: the descriptor is the call's result.
-    Opened(*const c_char),
+    Opened(RawPath),
 }
 
 /// How one call ended.
@@ -135,7 +158,7 @@ pub(super) struct Outcome {
     /// For writes, the bytes written.
     pub(super) written: Option<u64>,
     /// For opens, the new descriptor.
-    pub(super) fd: Option<c_int>,
+    pub(super) fd: Option<Fd>,
 }
 
 impl Outcome {
@@ -144,22 +167,93 @@ impl Outcome {
     }
 }
 
-pub(super) fn errno() -> c_int {
+/// The target of a call on the descriptor `fd` (Unix).
+#[cfg(unix)]
+pub(super) fn on_fd(fd: std::ffi::c_int) -> Target {
+    Target::Fd(fd as isize)
+}
+
+/// The calling thread's error code: errno on Unix.
+#[cfg(unix)]
+pub(super) fn errno() -> i32 {
     // SAFETY: __errno_location returns this thread's errno, always valid.
     unsafe { *libc::__errno_location() }
 }
 
-pub(super) fn set_errno(e: c_int) {
+/// Set the calling thread's errno.
+#[cfg(unix)]
+pub(super) fn set_errno(e: i32) {
     // SAFETY: as in errno().
     unsafe { *libc::__errno_location() = e }
 }
 
-pub(super) fn path_name(p: *const c_char) -> Rc<str> {
+/// The calling thread's error code: its last error on Windows.
+#[cfg(windows)]
+pub(super) fn errno() -> i32 {
+    // SAFETY: GetLastError reads a thread-local value; no arguments.
+    let e = unsafe { windows_sys::Win32::Foundation::GetLastError() };
+    e.cast_signed()
+}
+
+/// Set the calling thread's last error.
+#[cfg(windows)]
+pub(super) fn set_errno(e: i32) {
+    // SAFETY: SetLastError writes a thread-local value; no pointers.
+    unsafe { windows_sys::Win32::Foundation::SetLastError(e.cast_unsigned()) }
+}
+
+/// A path's name, for the books.
+#[cfg(unix)]
+pub(super) fn path_name(p: RawPath) -> Rc<str> {
     if p.is_null() {
         return Rc::from("(null)");
     }
     // SAFETY: SQLite passes NUL-terminated paths that live for the call.
-    Rc::from(unsafe { CStr::from_ptr(p) }.to_string_lossy().as_ref())
+    Rc::from(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().as_ref())
+}
+
+/// A path's name, for the books.
+#[cfg(windows)]
+pub(super) fn path_name(p: RawPath) -> Rc<str> {
+    if p.is_null() {
+        return Rc::from("(null)");
+    }
+    // SAFETY: SQLite passes NUL-terminated UTF-16 paths that live for the
+    // call: every unit up to the NUL is readable.
+    let wide = unsafe {
+        let mut n = 0;
+        while *p.add(n) != 0 {
+            n += 1;
+        }
+        std::slice::from_raw_parts(p, n)
+    };
+    Rc::from(String::from_utf16_lossy(wide).as_str())
+}
+
+/// Whether the armed sink knows `fd` (opened while it was armed): Windows
+/// closes more than files with `CloseHandle`.
+#[cfg(windows)]
+pub(super) fn knows(fd: Fd) -> bool {
+    SINK.try_with(|s| s.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.name_of_fd(fd).is_some())))
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+/// Remember the first call refused because it would have written: `what`
+/// on `target`. (The caller fails the call with the system's error.)
+pub(super) fn note_refused(what: &str, target: Target) {
+    let _ = SINK.try_with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else { return };
+        let Some(sink) = s.as_mut() else { return };
+        if sink.refused.is_none() {
+            let name = match target {
+                Target::Fd(fd) => sink.name_of_fd(fd).map_or_else(|| format!("fd {fd}"), |n| n.to_string()),
+                Target::Path(p) | Target::Opened(p) => path_name(p).to_string(),
+            };
+            sink.refused = Some(format!("{what} {name}"));
+        }
+    });
 }
 
 /// Run `call` (one system call) as `op` on `target`, counting it in the
@@ -271,7 +365,7 @@ fn begin_dir_sync_span(buffer_size: u64) {
 }
 
 /// The span of a directory's sync ends before the directory is closed.
-fn end_dir_sync_span(fd: c_int) {
+fn end_dir_sync_span(fd: Fd) {
     let span = SINK.try_with(|s| {
         let mut s = s.try_borrow_mut().ok()?;
         let dir = s.as_mut()?.syncing.as_mut()?.dir.as_mut()?;
