@@ -22,7 +22,10 @@
 # Part 2, per call: a C program making one-byte reads (an lseek back every
 # 4,096) of a file named
 # pubring.kbx, timed inside it (ns per call: the fastest of 20 batches of
-# 100,000), under the same four.
+# 100,000), under the same observers and one more:
+#   floor         empty programs (return 0) on the raw tracepoints
+#                 sys_enter/sys_exit: what any probe on every system call
+#                 costs this kernel before it does anything
 # Part 3, with CHROOT=/srv/trixie (GnuPG 2.4.7): a keyboxd home's gpg
 # --check-sigs (keyboxd already running), plain against keyboxd watched
 # (record --pid KEYBOXD) and against `record -- gpg` (which finds keyboxd).
@@ -56,8 +59,14 @@ start_observer() {
   shift
   "$@" >"$work/obs.out" 2>&1 &
   observer=$!
-  until grep -q "$ready" "$work/obs.out"; do sleep 0.01; done
+  until grep -q "$ready" "$work/obs.out"; do
+    kill -0 "$observer" 2>/dev/null || { echo "$1 did not attach: $(tail -1 "$work/obs.out")" >&2; exit 1; }
+    sleep 0.01
+  done
 }
+# The syscall tracepoints (bpftrace's, and kbxscope's other-tp/watched-tp)
+# need tracefs.
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 sleep 3600 &
 idle=$!
@@ -68,6 +77,7 @@ observe() {
     watched) start_observer "attached to" "$K" record --name "$2" ;;
     other-tp) KBXSCOPE_ATTACH_PROBES=syscalls start_observer "attached to" "$K" record --pid "$idle" ;;
     watched-tp) KBXSCOPE_ATTACH_PROBES=syscalls start_observer "attached to" "$K" record --name "$2" ;;
+    floor) start_observer "attached" "$work/floor" ;;
     bpftrace) start_observer "Attaching" bpftrace -e "tracepoint:syscalls:sys_enter_read,tracepoint:syscalls:sys_enter_openat,tracepoint:syscalls:sys_enter_lseek,tracepoint:syscalls:sys_enter_close /comm == \"$2\"/ { @[probe] = count(); }" ;;
     keyboxd) start_observer "attached to" "$K" record --pid "$2" ;;
   esac
@@ -150,13 +160,49 @@ int main(int argc, char **argv) {
 }
 EOF
 cc -O2 -o "$work/percall" "$work/percall.c"
+cat >"$work/floor.c" <<'EOF'
+#include <linux/bpf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static long bpf(int cmd, union bpf_attr *a) { return syscall(SYS_bpf, cmd, a, sizeof(*a)); }
+int main(void) {
+    struct bpf_insn prog[] = {
+        { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+        { .code = BPF_JMP | BPF_EXIT },
+    };
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    a.insns = (unsigned long)prog;
+    a.insn_cnt = 2;
+    a.license = (unsigned long)"GPL";
+    int fd = bpf(BPF_PROG_LOAD, &a);
+    if (fd < 0) { perror("BPF_PROG_LOAD"); return 1; }
+    const char *tps[] = { "sys_enter", "sys_exit" };
+    for (int i = 0; i < 2; i++) {
+        memset(&a, 0, sizeof a);
+        a.raw_tracepoint.name = (unsigned long)tps[i];
+        a.raw_tracepoint.prog_fd = fd;
+        if (bpf(BPF_RAW_TRACEPOINT_OPEN, &a) < 0) { perror(tps[i]); return 1; }
+    }
+    fprintf(stderr, "attached\n");
+    sigset_t s; sigemptyset(&s); sigaddset(&s, SIGINT); sigaddset(&s, SIGTERM);
+    sigprocmask(SIG_BLOCK, &s, 0);
+    int sig; sigwait(&s, &sig);
+    return 0;
+}
+EOF
+cc -O2 -o "$work/floor" "$work/floor.c"
 cp "$work/made.kbx" "$work/pubring.kbx"
 measure() {
   observe "$1" percall
   "$work/percall" "$work/pubring.kbx"
   stop_observer
 }
-part 2 && rounds ns/call "${variants[@]}"
+part 2 && rounds ns/call plain floor other watched other-tp watched-tp bpftrace
 
 if [ -n "${CHROOT:-}" ] && part 3; then
   echo "== part 3: a keyboxd home's gpg --check-sigs in $CHROOT (GnuPG 2.4.7), keyboxd already running"

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use aya::maps::{Array, HashMap, MapData, RingBuf};
+use aya::maps::{Array, HashMap, MapData, PerCpuHashMap, RingBuf};
 use aya::programs::{Program, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 
@@ -291,10 +291,14 @@ impl Attached {
         if let Some(reader) = self.events.take() {
             out.events = reader.finish();
         }
-        if let Ok(cells) =
-            HashMap::<_, [u8; CELL_KEY_SIZE], [u8; CELL_SIZE]>::try_from(self.ebpf.map("cells").expect("cells map"))
-        {
-            out.cells = cells.iter().flatten().filter_map(|(k, v)| Cell::decode(&k, &v)).collect();
+        if let Ok(cells) = PerCpuHashMap::<_, [u8; CELL_KEY_SIZE], [u8; CELL_SIZE]>::try_from(
+            self.ebpf.map("cells").expect("cells map"),
+        ) {
+            out.cells = cells
+                .iter()
+                .flatten()
+                .filter_map(|(k, per_cpu)| Cell::decode(&k, &kernel::sum_cpus(&per_cpu)))
+                .collect();
         }
         if let Ok(paths) = HashMap::<_, [u8; PATH_LEN], u32>::try_from(self.ebpf.map("paths").expect("paths map")) {
             out.paths = paths.iter().flatten().map(|(k, id)| (id, kernel::path_of_key(&k))).collect();

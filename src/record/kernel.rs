@@ -151,6 +151,17 @@ impl Cell {
     }
 }
 
+/// One `cells` value out of each CPU's copy (the kernel counts on the
+/// CPU a call ran on): every u64 word added up.
+pub fn sum_cpus(per_cpu: &[[u8; CELL_SIZE]]) -> [u8; CELL_SIZE] {
+    let mut sum = [0u8; CELL_SIZE];
+    for (i, word) in sum.chunks_exact_mut(8).enumerate() {
+        let total = per_cpu.iter().map(|v| u64_at(v, 8 * i).unwrap_or(0)).fold(0u64, u64::wrapping_add);
+        word.copy_from_slice(&total.to_ne_bytes());
+    }
+    sum
+}
+
 impl Event {
     /// Decode a ring-buffer record; `None` if it is not one.
     pub fn decode(b: &[u8]) -> Option<Event> {
@@ -264,6 +275,20 @@ mod tests {
         e[40..48].copy_from_slice(&(-1i64).to_ne_bytes());
         let e = Event::decode(&e).unwrap();
         assert_eq!((e.pid, OPS[e.op].0, e.offset), (42, "lseek", -1));
+    }
+
+    #[test]
+    fn each_cpus_counts_add_up() {
+        let mut a = [0u8; CELL_SIZE];
+        let mut b = [0u8; CELL_SIZE];
+        a[..8].copy_from_slice(&3u64.to_ne_bytes());
+        b[..8].copy_from_slice(&4u64.to_ne_bytes());
+        b[CELL_SIZE - 8..].copy_from_slice(&9u64.to_ne_bytes());
+        let sum = sum_cpus(&[a, b]);
+        assert_eq!(u64_at(&sum, 0), Some(7));
+        assert_eq!(u64_at(&sum, CELL_SIZE - 8), Some(9));
+        assert_eq!(u64_at(&sum, 8), Some(0));
+        assert_eq!(sum_cpus(&[]), [0u8; CELL_SIZE]);
     }
 
     #[test]

@@ -194,8 +194,13 @@ struct {
 	__type(value, __u32);
 } fds SEC(".maps");
 
+// Per CPU: a call is counted with plain additions to this CPU's copy (the
+// program is not preempted on its CPU), no locked instruction; kbxscope
+// adds the CPUs' copies up. Allocated as cells appear (a preallocated map
+// would take every CPU's copy of every entry at load).
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, struct cell_key);
 	__type(value, struct cell);
@@ -307,18 +312,18 @@ static __always_inline void account(__u64 id, __u32 op, __u32 file, __u64 start,
 			return;
 		}
 	}
-	__sync_fetch_and_add(&c->count, 1);
+	c->count += 1;
 	if (ret < 0)
-		__sync_fetch_and_add(&c->errors, 1);
-	__sync_fetch_and_add(&c->bytes, bytes);
-	__sync_fetch_and_add(&c->total_ns, dur);
+		c->errors += 1;
+	c->bytes += bytes;
+	c->total_ns += dur;
 	__u32 lb = lat_bucket(dur);
 	if (lb < LAT_BUCKETS)
-		__sync_fetch_and_add(&c->lat[lb], 1);
+		c->lat[lb] += 1;
 	if (is_size) {
 		__u32 sb = size_bucket(bytes);
 		if (sb < SIZE_BUCKETS)
-			__sync_fetch_and_add(&c->size[sb], 1);
+			c->size[sb] += 1;
 	}
 	if (trace_events) {
 		struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
