@@ -352,9 +352,10 @@ fn record_shows_the_same_operations() {
     let line = err.lines().rev().find(|l| l.starts_with('{')).expect("record's summary");
     let summary: serde_json::Value = serde_json::from_str(line).unwrap();
     let mut recorded = BTreeMap::new();
-    // gpg's own calls, the process record started (the child it forks to
-    // start gpg-agent closes the descriptors it inherited).
-    let main = summary["processes"].as_array().unwrap().iter().min_by_key(|p| p["pid"].as_u64()).unwrap();
+    // gpg's own calls, the process record started: the child it forks to
+    // start gpg-agent only closes the descriptors it inherited (and pids
+    // wrap, so the lower pid need not be the parent's).
+    let main = summary["processes"].as_array().unwrap().iter().max_by_key(|p| p["events"]["total"].as_u64()).unwrap();
     for p in [main] {
         for f in p["files"].as_array().into_iter().flatten() {
             let name = f["path"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
@@ -595,6 +596,18 @@ impl Drop for Holder {
     }
 }
 
+/// The one gpg process of a record summary that waited for a lock. gpg's
+/// forks (the child that starts gpg-agent) are gpg processes too, and pids
+/// wrap, so the first gpg listed need not be the one record started.
+pub(crate) fn the_waiting_gpg(summary: &serde_json::Value) -> &serde_json::Value {
+    let waited: Vec<_> =
+        summary["processes"].as_array().unwrap().iter().filter(|p| p.get("lock_waits").is_some()).collect();
+    assert_eq!(waited.len(), 1, "one process waits: {summary}");
+    assert_eq!(waited[0]["program"], "gpg");
+    assert_eq!(summary["lock_waits"]["count"], 1, "{summary}");
+    waited[0]
+}
+
 /// Run `cmd` (stderr piped), read its stderr up to a line containing
 /// `waiting`, call `then`, and return the whole stderr and the status.
 pub(crate) fn when_waiting(mut cmd: Command, waiting: &str, then: impl FnOnce()) -> (String, std::process::ExitStatus) {
@@ -676,7 +689,7 @@ fn record_counts_gpgs_lock_wait() {
     assert!(status.success(), "{err}");
     let summary: serde_json::Value =
         serde_json::from_str(err.lines().find(|l| l.contains("\"processes\"")).unwrap()).unwrap();
-    let gpg = &summary["processes"].as_array().unwrap().iter().find(|p| p["program"] == "gpg").unwrap();
+    let gpg = the_waiting_gpg(&summary);
     assert_eq!(gpg["lock_waits"]["count"], 1, "{gpg}");
     assert!(gpg["lock_waits"]["time_ns"].as_u64().unwrap() > 0);
     let lock = home.join("pubring.kbx.lock").display().to_string();

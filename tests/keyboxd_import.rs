@@ -491,7 +491,7 @@ fn record_counts_a_wait_for_keyboxds_lock() {
     assert!(status.success(), "{err}");
     let summary: serde_json::Value =
         serde_json::from_str(err.lines().find(|l| l.contains("\"processes\"")).unwrap()).unwrap();
-    let gpg = summary["processes"].as_array().unwrap().iter().find(|p| p["program"] == "gpg").unwrap();
+    let gpg = crate::import::the_waiting_gpg(&summary);
     let row = gpg["files"].as_array().unwrap().iter().find(|f| f["path"] == lock.to_str().unwrap()).unwrap();
     assert_eq!(row["lock_waits"]["count"], 1, "{row}");
     assert!(row["lock_waits"]["time_ns"].as_u64().unwrap() > 0);

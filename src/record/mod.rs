@@ -295,8 +295,10 @@ impl Recorded {
             let at = self.process(r.pid, r.ppid, &program);
             self.processes[at].program = program;
             self.processes[at].images += 1;
+            // A fork's child inherits its parent's table of watched paths:
+            // a path it made no call on is no file of its.
             let mut slot_files = BTreeMap::new();
-            for f in &r.files {
+            for f in r.files.iter().filter(|f| !f.ops.is_empty()) {
                 let fi = self.file(at, &String::from_utf8_lossy(&f.path));
                 slot_files.insert(f.slot, fi);
                 let p = &mut self.processes[at];
@@ -317,7 +319,10 @@ impl Recorded {
                 let Some(op) = file_op(e.op) else { continue };
                 let file = match slot_files.get(&e.slot) {
                     Some(fi) => *fi,
-                    None => self.file(at, ""),
+                    None => {
+                        let path = r.files.iter().find(|f| f.slot == e.slot).map(|f| String::from_utf8_lossy(&f.path));
+                        self.file(at, path.as_deref().unwrap_or(""))
+                    }
                 };
                 self.events.push(CallEvent {
                     process: at,
@@ -534,6 +539,25 @@ mod tests {
             assert_eq!((e.origin.pid, e.origin.tid, e.bytes), (10, 11, Some(8192)));
         });
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn a_fork_child_lists_only_the_files_it_used() {
+        let mut parent = Encoder::new(20, 1, b"gpg", 0);
+        parent.file(0, b"/h/pubring.kbx");
+        parent.file(1, b"/h/pubring.kbx.lock");
+        parent.call(1, Op::LockWait, 900, 0, false);
+        parent.call(0, Op::Read, 10, 8192, false);
+        let mut child = Encoder::new(21, 20, b"gpg", 0);
+        child.file(0, b"/h/pubring.kbx");
+        child.file(1, b"/h/pubring.kbx.lock");
+        child.call(0, Op::Close, 5, 0, false);
+        let recs = [parent, child].iter().map(|e| decode(&e.bytes).unwrap()).collect();
+        let r = Recorded::from_records(recs);
+        let paths = |i: usize| r.processes[i].files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>();
+        assert_eq!(paths(0), ["/h/pubring.kbx", "/h/pubring.kbx.lock"]);
+        assert_eq!(paths(1), ["/h/pubring.kbx"], "the inherited lock path is no file of the child's");
+        assert_eq!(r.processes[0].files[1].stats.lock_waits.count, 1);
     }
 
     #[test]
