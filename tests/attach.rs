@@ -254,6 +254,25 @@ fn record_pid_equals_strace_and_detaches() {
     w.round();
 }
 
+/// `source` built statically in a new directory beside a copy of the mixed
+/// fixture named `pubring.kbx`: the directory, the program and the keybox
+/// (`None`, said, if cc cannot link statically).
+fn static_beside_a_keybox(source: &str, test: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), source, &["-static"], test)?;
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    Some((dir, exe, kbx))
+}
+
+/// `strace -f`'s counts on `pubring.kbx` of `exe` run on `kbx`, per process.
+fn straced(dir: &Path, exe: &str, kbx: &str) -> Vec<Counts> {
+    let log = dir.join("log");
+    let s = Command::new("strace").args(["-f", "-y", "-qq", "-o", log.to_str().unwrap(), exe, kbx]).output().unwrap();
+    assert!(s.status.success(), "{}", stderr(&s));
+    strace_log::count(&std::fs::read_to_string(&log).unwrap(), "pubring.kbx", strace_op)
+}
+
 /// A statically linked program (which the interposer cannot reach) is
 /// recorded from the kernel: per operation equal to `strace -f`, and with
 /// `--trace-level event` one span per call (the ring buffer's events).
@@ -261,13 +280,10 @@ fn static_program_equals_strace() {
     if !bpf_allowed("attach::static_program_equals_strace") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let one_round = WORKER.replace("while (fgets(line, sizeof line, stdin))", "for (int once = 0; once < 1; once++)");
-    let Some(exe) = compile(dir.path(), &one_round, &["-static"], "attach::static_program_equals_strace") else {
+    let Some((dir, exe, kbx)) = static_beside_a_keybox(&one_round, "attach::static_program_equals_strace") else {
         return;
     };
-    let kbx = dir.path().join("pubring.kbx");
-    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
     let (e, k) = (exe.to_str().unwrap(), kbx.to_str().unwrap());
     let trace = dir.path().join("t.json");
     let t = trace.to_str().unwrap();
@@ -287,12 +303,67 @@ fn static_program_equals_strace() {
     let calls = events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "kbx::event").count();
     assert_eq!(calls as u64, v["events"]["total"].as_u64().unwrap(), "one span per call");
 
-    let log = dir.path().join("log");
-    let s = Command::new("strace").args(["-f", "-y", "-qq", "-o", log.to_str().unwrap(), e, k]).output().unwrap();
-    assert!(s.status.success(), "{}", stderr(&s));
-    let theirs = strace_log::count(&std::fs::read_to_string(&log).unwrap(), "pubring.kbx", strace_op);
+    let theirs = straced(dir.path(), e, k);
     eprintln!("record: {ours:?}\nstrace: {theirs:?}");
     assert_eq!(ours, theirs, "record of a static program and strace -f differ");
+}
+
+/// A program that reads its keybox one byte at a time, 50,000 times.
+const ONE_BYTE_READS: &str = r#"#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char b; int fd = open(argv[1], O_RDONLY);
+    if (fd < 0) return 1;
+    for (long i = 0; i < 50000; i++) {
+        if ((i & 4095) == 0) lseek(fd, 0, SEEK_SET);
+        if (read(fd, &b, 1) != 1) return 1;
+    }
+    return close(fd);
+}
+"#;
+
+/// A ring buffer too small for a trace's per-call events (one page, 50,000
+/// reads as fast as a program can make them, the reader of the ring on the
+/// same CPU): what it had no room for is
+/// counted, and with the spans it had room for makes every call; the
+/// counts are complete all the same (equal to strace's), and one line
+/// says so.
+fn a_full_ring_buffer_is_counted() {
+    if !bpf_allowed("attach::a_full_ring_buffer_is_counted") {
+        return;
+    }
+    let Some((dir, exe, kbx)) = static_beside_a_keybox(ONE_BYTE_READS, "attach::a_full_ring_buffer_is_counted") else {
+        return;
+    };
+    let (e, k) = (exe.to_str().unwrap(), kbx.to_str().unwrap());
+    let trace = dir.path().join("t.json");
+    let t = trace.to_str().unwrap();
+    // On one CPU, so that the reader of the ring and the program take turns.
+    let o = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(env!("CARGO_BIN_EXE_kbxscope"))
+        .env("KBXSCOPE_CACHE_DIR", std::env::temp_dir().join("kbxscope-test-cache"))
+        .env("KBXSCOPE_ATTACH_RING_KIB", "4")
+        .args(["--io-summary=json", "--trace-out", t, "--trace-level", "event", "--trace-max-events", "1000000"])
+        .args(["record", "--", e, k])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let v = summary(&err);
+    let total = v["events"]["total"].as_u64().unwrap();
+    assert_eq!(v["events"]["read"], 50_000, "{v}");
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let spans = events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "kbx::event").count() as u64;
+    let lost = v["lost"]["ring"].as_u64().unwrap_or(0);
+    eprintln!("{total} calls: {spans} spans, {lost} events the ring had no room for");
+    assert_eq!(spans + lost, total, "every call is a span or counted as lost: {v}");
+    assert!(lost > 0, "one page cannot hold 50,000 events read as they come: {v}");
+    assert!(err.contains(&format!("lost: {lost} per-call events the kernel's ring buffer had no room for")), "{err}");
+
+    let theirs = straced(dir.path(), e, k);
+    let ours: Vec<Counts> = per_process(&v, "pubring.kbx").into_values().collect();
+    assert_eq!(ours, theirs, "the counts do not depend on the ring");
 }
 
 /// Without CAP_BPF and CAP_PERFMON (setpriv drops every capability):
@@ -448,6 +519,7 @@ fn running_keyboxd_equals_strace() {
 crate::tests![
     record_pid_equals_strace_and_detaches needs ["cc", "strace", "bpftool", "kill"],
     static_program_equals_strace needs ["cc", "strace"],
+    a_full_ring_buffer_is_counted needs ["cc", "strace", "taskset"],
     unprivileged_gets_one_line_and_the_preload_path needs ["cat"],
     running_gpg_agent_equals_strace needs ["gpg", "gpg-connect-agent", "gpgconf", "strace", "kill"],
     running_keyboxd_equals_strace needs ["chroot", "strace", "kill"],

@@ -94,6 +94,16 @@ fn syscall_tracepoints() -> bool {
     std::env::var_os("KBXSCOPE_ATTACH_PROBES").is_some_and(|v| v == "syscalls")
 }
 
+/// The size of the ring buffer of per-call events, bytes: 4 MiB, or
+/// `KBXSCOPE_ATTACH_RING_KIB` (for a busy machine's trace, or the test that
+/// fills it); one page when no trace wants events.
+fn ring_bytes(trace_events: bool) -> u32 {
+    if !trace_events {
+        return kernel::ring_bytes(Some(4));
+    }
+    kernel::ring_bytes(std::env::var("KBXSCOPE_ATTACH_RING_KIB").ok().and_then(|v| v.parse().ok()))
+}
+
 /// A process's flag in the kernel's `pids`: its children are watched too.
 pub const FOLLOW: u32 = 1;
 
@@ -157,6 +167,7 @@ impl Attached {
         let trace = u32::from(trace_events);
         let mut ebpf = EbpfLoader::new()
             .override_global("trace_events", &trace, true)
+            .map_max_entries("events", ring_bytes(trace_events))
             .load(OBJECT)
             .map_err(|e| unavailable(&e))?;
         {
@@ -308,7 +319,8 @@ impl Attached {
             out.lost = Lost {
                 files: at(kernel::lost::FILES) + at(kernel::lost::CELLS),
                 fds: at(kernel::lost::FDS),
-                events: at(kernel::lost::EVENTS),
+                events: 0,
+                ring: at(kernel::lost::EVENTS),
             };
         }
         // The kernel's names (from fork and exec) are the latest.

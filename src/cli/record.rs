@@ -249,6 +249,14 @@ fn report(
     if l.events > 0 {
         notes.push(format!("lost: {} per-call events beyond --trace-max-events (the counts are complete)", l.events));
     }
+    if l.ring > 0 {
+        notes.push(format!(
+            "lost: {} per-call events the kernel's ring buffer had no room for (the counts are complete; \
+             KBXSCOPE_ATTACH_RING_KIB=N gives it N KiB, {} by default)",
+            l.ring,
+            kbxscope::record::kernel::RING_KIB
+        ));
+    }
     // With the summary, whose counts it explains (without one, record adds
     // nothing to PROGRAM's stderr but its own troubles).
     for m in recorded.maintenance_passes().into_iter().filter(|_| summary.is_some()) {

@@ -83,6 +83,17 @@ pub mod lost {
     pub const EVENTS: u32 = 3;
 }
 
+/// The ring buffer of per-call events, KiB, unless the user says otherwise.
+pub const RING_KIB: u32 = 4096;
+
+/// The ring buffer's size in bytes for `kib` KiB (the default when
+/// `None`): a power of two from one page (4 KiB) to 1 GiB, as the kernel
+/// requires, rounded up.
+pub fn ring_bytes(kib: Option<u32>) -> u32 {
+    let kib = kib.unwrap_or(RING_KIB).clamp(4, 1 << 20);
+    kib.next_power_of_two() * 1024
+}
+
 /// One cell: the calls of one operation by one process on one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
@@ -251,6 +262,15 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ring_is_a_power_of_two_of_pages() {
+        assert_eq!(ring_bytes(None), 4 << 20);
+        assert_eq!(ring_bytes(Some(4)), 4096);
+        assert_eq!(ring_bytes(Some(0)), 4096, "at least a page");
+        assert_eq!(ring_bytes(Some(5)), 8192, "rounded up");
+        assert_eq!(ring_bytes(Some(u32::MAX)), 1 << 30, "at most 1 GiB");
+    }
 
     #[test]
     fn cells_and_events_decode() {

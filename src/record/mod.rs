@@ -141,6 +141,9 @@ pub struct Lost {
     pub fds: u64,
     /// Per-call events beyond the event region (only the trace lacks them).
     pub events: u64,
+    /// Per-call events the kernel's ring buffer had no room for (only the
+    /// trace lacks them).
+    pub ring: u64,
 }
 
 /// One recorded call.
@@ -384,6 +387,7 @@ impl Recorded {
         self.lost.files += k.lost.files;
         self.lost.fds += k.lost.fds;
         self.lost.events += k.lost.events;
+        self.lost.ring += k.lost.ring;
         self.sort();
     }
 
@@ -444,6 +448,7 @@ impl Recorded {
                 files: self.lost.files,
                 fds: self.lost.fds,
                 events: self.lost.events,
+                ring: self.lost.ring,
             }),
         }
     }
@@ -481,6 +486,12 @@ struct LostSummary {
     files: u64,
     fds: u64,
     events: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    ring: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]
@@ -588,7 +599,7 @@ mod tests {
             paths: [(0, "/h/public-keys.d/pubring.db".to_string()), (1, "/h/public-keys.d/pubring.db-wal".to_string())]
                 .into(),
             programs: [(7, (1, "keyboxd".to_string()))].into(),
-            lost: Lost { files: 0, fds: 0, events: 1 },
+            lost: Lost { files: 0, fds: 0, events: 1, ring: 0 },
         };
         r.add_kernel(k);
         assert_eq!(
