@@ -241,13 +241,15 @@ pub struct RecordArgs {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "stacks",
           value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     pub stack_every: u64,
-    /// Also watch the running process PID, from the kernel (eBPF; needs
-    /// CAP_BPF and CAP_PERFMON): with no PROGRAM, for --for DURATION or
-    /// until Ctrl-C (repeatable, or comma-separated).
+    /// Also watch the running process PID and the processes it starts from
+    /// then on (as `strace -f -p`), from the kernel (eBPF; needs CAP_BPF
+    /// and CAP_PERFMON): with no PROGRAM, for --for DURATION or until
+    /// Ctrl-C (repeatable, or comma-separated).
     #[arg(long, value_name = "PID", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub pid: Vec<u32>,
     /// Also watch every process running program NAME (as `ps -o comm`
-    /// shows it), those that start meanwhile too (repeatable).
+    /// shows it), those that start meanwhile too, and the processes they
+    /// start (repeatable).
     #[arg(long, value_name = "NAME")]
     pub name: Vec<String>,
     /// With --pid or --name and no PROGRAM: stop after DURATION (default:

@@ -44,7 +44,7 @@ const RAW_PROGRAMS: [(&str, &str); 4] = [
 
 /// The system calls the kernel program counts, as their tracepoints name
 /// them (`syscalls/sys_enter_NAME`), for `KBXSCOPE_ATTACH_PROBES=syscalls`.
-const SYSCALLS: [&str; 37] = [
+const SYSCALLS: [&str; 38] = [
     "read",
     "write",
     "open",
@@ -81,6 +81,7 @@ const SYSCALLS: [&str; 37] = [
     "renameat2",
     "preadv2",
     "statx",
+    "close_range",
     "faccessat2",
 ];
 
@@ -257,7 +258,7 @@ impl Attached {
     }
 
     /// Watch every process that runs program `name` (its first 15 bytes,
-    /// as the kernel keeps them) from its exec on.
+    /// as the kernel keeps them) from its exec on, with its children.
     pub fn watch_comm(&mut self, name: &str) {
         let mut key = [0u8; kernel::NAME_LEN];
         let b = procfs::comm(name).as_bytes();
@@ -265,7 +266,7 @@ impl Attached {
         if let Ok(mut comms) =
             HashMap::<_, [u8; kernel::NAME_LEN], u32>::try_from(self.ebpf.map_mut("comms").expect("comms map"))
         {
-            let _ = comms.insert(key, 0, 0);
+            let _ = comms.insert(key, FOLLOW, 0);
         }
     }
 

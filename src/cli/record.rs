@@ -193,10 +193,10 @@ fn kernel_patterns(watch: &str, notes: &mut Vec<String>) -> Vec<Pattern> {
 
 /// Watch `--pid` and `--name`'s processes; the `--pid`s that do not run.
 fn watch_given(k: &mut Attached, a: &RecordJob, patterns: &[Pattern]) -> Vec<u32> {
-    let missing = a.pids.iter().copied().filter(|pid| !k.watch_pid(*pid, 0, patterns)).collect();
+    let missing = a.pids.iter().copied().filter(|pid| !k.watch_pid(*pid, attach::FOLLOW, patterns)).collect();
     for name in &a.names {
         for pid in procfs::pids_named(name) {
-            k.watch_pid(pid, 0, patterns);
+            k.watch_pid(pid, attach::FOLLOW, patterns);
         }
         k.watch_comm(name);
     }
@@ -213,7 +213,7 @@ fn watch_daemon(k: &mut Attached, daemon: &str, socket: &Path, patterns: &[Patte
         .filter(|pid| procfs::process_info(*pid).is_some_and(|(_, c)| c == procfs::comm(daemon)))
         .collect();
     for pid in &pids {
-        k.watch_pid(*pid, 0, patterns);
+        k.watch_pid(*pid, attach::FOLLOW, patterns);
     }
     if pids.is_empty() {
         k.watch_comm(daemon);

@@ -18,7 +18,8 @@
 //
 // In the kernel: processes filtered by tgid (`pids`), files by their base
 // name (`patterns`: exact, or `*SUFFIX`), descriptors mapped to
-// files (`fds`, filled by open/dup/fcntl and by user space from
+// files (`fds`, filled by open/dup/fcntl, carried into a fork's child,
+// emptied by close/close_range, and filled by user space from
 // /proc/PID/fd at attach), and per process, file and operation a cell of
 // counts, bytes, time and log2 histograms (`cells`), the layout of
 // kbx-record's cells. Per-call events go through `events` (a ring buffer)
@@ -49,6 +50,10 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define F_OFD_GETLK 36
 #define F_OFD_SETLK 37
 #define F_OFD_SETLKW 38
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+// Descriptors below this are carried into a fork's child and closed by
+// close_range (one lookup each: GnuPG's processes hold a few dozen).
+#define FD_SCAN 1024
 
 // Operation columns (src/record/kernel.rs names them, in this order).
 enum op {
@@ -58,7 +63,7 @@ enum op {
 	OP_MMAP, OP_DUP, OP_DUP2, OP_DUP3, OP_FCNTL_DUP, OP_FCNTL_LOCK,
 	OP_FTRUNCATE, OP_FSYNC, OP_FDATASYNC, OP_ACCESS, OP_FACCESSAT,
 	OP_FACCESSAT2, OP_RENAME, OP_RENAMEAT, OP_RENAMEAT2, OP_UNLINK,
-	OP_UNLINKAT, OP_LINK, OP_LINKAT,
+	OP_UNLINKAT, OP_LINK, OP_LINKAT, OP_CLOSE_RANGE,
 	OPS,
 };
 
@@ -433,6 +438,46 @@ static __always_inline void forget_fd(__u32 tgid, __s32 fd)
 	bpf_map_delete_elem(&fds, &k);
 }
 
+// close_range's closing of one descriptor (bpf_loop's callback, index =
+// descriptor - first): counted as a close of its file, as the interposer
+// counts it, and forgotten.
+struct range_close {
+	__u64 id;
+	__u64 start;
+	__u32 first;
+	__u32 last;
+};
+
+static long close_one(__u32 i, struct range_close *r)
+{
+	__u32 fd = r->first + i;
+	if (fd > r->last || fd < r->first)
+		return 1;
+	struct fd_key k = { .tgid = r->id >> 32, .fd = fd };
+	__u32 *f = bpf_map_lookup_elem(&fds, &k);
+	if (!f)
+		return 0;
+	account(r->id, OP_CLOSE_RANGE, *f, r->start, 0, 0, 0, fd, -1);
+	bpf_map_delete_elem(&fds, &k);
+	return 0;
+}
+
+// A fork's child holds its parent's descriptors (bpf_loop's callback,
+// index = descriptor).
+struct inherit {
+	__u32 parent;
+	__u32 child;
+};
+
+static long inherit_one(__u32 fd, struct inherit *h)
+{
+	struct fd_key k = { .tgid = h->parent, .fd = fd };
+	__u32 *f = bpf_map_lookup_elem(&fds, &k);
+	if (f)
+		remember_fd(h->child, fd, *f);
+	return 0;
+}
+
 // x86-64 system call number -> operation + 1 (0: not counted).
 #define NR_MAX 448
 static const __u8 sysop[NR_MAX] = {
@@ -448,7 +493,7 @@ static const __u8 sysop[NR_MAX] = {
 	[264] = OP_RENAMEAT + 1,   [265] = OP_LINKAT + 1,    [269] = OP_FACCESSAT + 1,
 	[292] = OP_DUP3 + 1,	   [295] = OP_PREADV + 1,    [296] = OP_PWRITEV + 1,
 	[316] = OP_RENAMEAT2 + 1,  [327] = OP_PREADV2 + 1,   [332] = OP_STATX + 1,
-	[439] = OP_FACCESSAT2 + 1,
+	[436] = OP_CLOSE_RANGE + 1, [439] = OP_FACCESSAT2 + 1,
 };
 
 // The operation + 1 of system call `nr` if it is counted and process
@@ -612,6 +657,13 @@ static __always_inline int leave(long ret)
 		kind = K_AT;
 		arg = 2;
 		break;
+	case OP_CLOSE_RANGE: {
+		if (ret != 0 || (c.a[2] & CLOSE_RANGE_CLOEXEC) || (__u32)c.a[0] >= FD_SCAN)
+			return 0;
+		struct range_close r = { .id = id, .start = c.start, .first = c.a[0], .last = c.a[1] };
+		bpf_loop(FD_SCAN - r.first, close_one, &r, 0);
+		return 0;
+	}
 	case OP_FCNTL_LOCK: {
 		__u32 cmd = c.a[1];
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
@@ -649,8 +701,10 @@ static __always_inline int leave(long ret)
 		if (kind == K_OPEN)
 			fd = ret;
 	}
-	// A descriptor dup2/dup3 replace is no longer on its old file.
-	if ((c.op == OP_DUP2 || c.op == OP_DUP3) && ret >= 0)
+	// A descriptor a call makes (dup2/dup3 replacing one, or an open or
+	// dup of a file not watched) is no longer on a file it was on: one
+	// closed where it could not be seen (an exec's close-on-exec).
+	if (ret >= 0 && (c.op == OP_DUP2 || c.op == OP_DUP3 || (file < 0 && (kind == K_OPEN || c.op == OP_DUP || c.op == OP_FCNTL_DUP))))
 		forget_fd(tgid, (__s32)ret);
 	if (file < 0)
 		return 0;
@@ -701,6 +755,8 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx)
 	if (!flags || !(*flags & 1))
 		return 0;
 	watch(ctgid, *flags);
+	struct inherit h = { .parent = ptgid, .child = ctgid };
+	bpf_loop(FD_SCAN, inherit_one, &h, 0);
 	struct proc p = { .ppid = ptgid };
 	bpf_get_current_comm(p.comm, sizeof(p.comm));
 	bpf_map_update_elem(&procs, &ctgid, &p, BPF_ANY);
