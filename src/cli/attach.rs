@@ -44,7 +44,7 @@ const RAW_PROGRAMS: [(&str, &str); 4] = [
 
 /// The system calls the kernel program counts, as their tracepoints name
 /// them (`syscalls/sys_enter_NAME`), for `KBXSCOPE_ATTACH_PROBES=syscalls`.
-const SYSCALLS: [&str; 38] = [
+const SYSCALLS: [&str; 39] = [
     "read",
     "write",
     "open",
@@ -82,6 +82,7 @@ const SYSCALLS: [&str; 38] = [
     "preadv2",
     "statx",
     "close_range",
+    "openat2",
     "faccessat2",
 ];
 

@@ -14,7 +14,7 @@ use crate::events::FileOp;
 
 /// The kernel program's operation columns, in its `enum op` order: the
 /// system call's name and the operation it counts as.
-pub const OPS: [(&str, FileOp); 39] = [
+pub const OPS: [(&str, FileOp); 40] = [
     ("open", FileOp::Open),
     ("openat", FileOp::Open),
     ("creat", FileOp::Open),
@@ -54,6 +54,7 @@ pub const OPS: [(&str, FileOp); 39] = [
     ("link", FileOp::Link),
     ("linkat", FileOp::Link),
     ("close_range", FileOp::Close),
+    ("openat2", FileOp::Open),
 ];
 
 /// Bytes of a `cells` key: tgid, file id, operation, padding (u32 each).

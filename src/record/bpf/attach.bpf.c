@@ -63,7 +63,7 @@ enum op {
 	OP_MMAP, OP_DUP, OP_DUP2, OP_DUP3, OP_FCNTL_DUP, OP_FCNTL_LOCK,
 	OP_FTRUNCATE, OP_FSYNC, OP_FDATASYNC, OP_ACCESS, OP_FACCESSAT,
 	OP_FACCESSAT2, OP_RENAME, OP_RENAMEAT, OP_RENAMEAT2, OP_UNLINK,
-	OP_UNLINKAT, OP_LINK, OP_LINKAT, OP_CLOSE_RANGE,
+	OP_UNLINKAT, OP_LINK, OP_LINKAT, OP_CLOSE_RANGE, OP_OPENAT2,
 	OPS,
 };
 
@@ -493,7 +493,7 @@ static const __u8 sysop[NR_MAX] = {
 	[264] = OP_RENAMEAT + 1,   [265] = OP_LINKAT + 1,    [269] = OP_FACCESSAT + 1,
 	[292] = OP_DUP3 + 1,	   [295] = OP_PREADV + 1,    [296] = OP_PWRITEV + 1,
 	[316] = OP_RENAMEAT2 + 1,  [327] = OP_PREADV2 + 1,   [332] = OP_STATX + 1,
-	[436] = OP_CLOSE_RANGE + 1, [439] = OP_FACCESSAT2 + 1,
+	[436] = OP_CLOSE_RANGE + 1, [437] = OP_OPENAT2 + 1,   [439] = OP_FACCESSAT2 + 1,
 };
 
 // The operation + 1 of system call `nr` if it is counted and process
@@ -630,7 +630,7 @@ static __always_inline int leave(long ret)
 	case OP_OPEN: case OP_CREAT:
 		kind = K_OPEN;
 		break;
-	case OP_OPENAT:
+	case OP_OPENAT: case OP_OPENAT2:
 		kind = K_OPEN;
 		arg = 1;
 		break;
@@ -710,7 +710,7 @@ static __always_inline int leave(long ret)
 		return 0;
 	account(id, c.op, file, c.start, ret, bytes, is_size, fd, offset);
 	switch (c.op) {
-	case OP_OPEN: case OP_OPENAT: case OP_CREAT:
+	case OP_OPEN: case OP_OPENAT: case OP_OPENAT2: case OP_CREAT:
 	case OP_DUP: case OP_DUP2: case OP_DUP3: case OP_FCNTL_DUP:
 		if (ret >= 0)
 			remember_fd(tgid, (__s32)ret, file);
