@@ -211,6 +211,34 @@ fn strace_attached(pid: u32, name: &str, during: impl FnOnce()) -> Vec<Counts> {
     strace_log::count(&std::fs::read_to_string(&log).unwrap(), name, strace_op)
 }
 
+/// `source` compiled in a new directory and started as a [`Worker`] on a
+/// copy of the mixed fixture there (`None`, said, if cc fails).
+fn worker_beside_a_keybox(source: &str, test: &str) -> Option<(tempfile::TempDir, Worker)> {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), source, &[], test)?;
+    let kbx = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
+    let w = Worker::start(&exe, &kbx);
+    Some((dir, w))
+}
+
+/// One round of `w` under `record --io-summary=json --pid`, stopped with
+/// Ctrl-C once it is made: record's stderr after its "attached" line, and
+/// the BPF programs and links it held meanwhile.
+fn recorded_round(w: &mut Worker) -> (String, Vec<String>) {
+    let mut cmd = bin();
+    cmd.args(["--io-summary=json", "record", "--pid", &w.child.id().to_string()]);
+    let (mut rec, mut err, _) = start_until(cmd, "attached to 1 process");
+    let held = bpf_objects_of(rec.0.id());
+    w.round();
+    Command::new("kill").args(["-INT", &rec.0.id().to_string()]).status().unwrap();
+    let status = rec.0.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(status.success(), "{rest}");
+    (rest, held)
+}
+
 /// `record --pid` on a process that opened the keybox before the attach:
 /// per operation the counts of one round equal `strace -p`'s on the next;
 /// stopped with Ctrl-C (a report) and with SIGKILL, the programs and links
@@ -219,24 +247,12 @@ fn record_pid_equals_strace_and_detaches() {
     if !bpf_allowed("attach::record_pid_equals_strace_and_detaches") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), WORKER, &[], "attach::record_pid_equals_strace_and_detaches") else { return };
-    let kbx = dir.path().join("pubring.kbx");
-    std::fs::copy(fixture("gnupg-mixed.kbx"), &kbx).unwrap();
-    let mut w = Worker::start(&exe, &kbx);
+    let Some((_dir, mut w)) = worker_beside_a_keybox(WORKER, "attach::record_pid_equals_strace_and_detaches") else {
+        return;
+    };
     let pid = w.child.id();
-
-    let mut cmd = bin();
-    cmd.args(["--io-summary=json", "record", "--pid", &pid.to_string()]);
-    let (mut rec, mut err, _) = start_until(cmd, "attached to 1 process");
-    let held = bpf_objects_of(rec.0.id());
+    let (rest, held) = recorded_round(&mut w);
     assert!(held.len() >= 8, "four programs and four links: {held:?}");
-    w.round();
-    Command::new("kill").args(["-INT", &rec.0.id().to_string()]).status().unwrap();
-    let status = rec.0.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    assert!(status.success(), "{rest}");
     assert!(rest.contains("SIGINT: stopped; every probe detached"), "{rest}");
     let ours = per_process(&summary(&rest), "pubring.kbx");
     assert!(all_gone(&held), "detached after Ctrl-C: {held:?}");
@@ -256,6 +272,40 @@ fn record_pid_equals_strace_and_detaches() {
     rec.0.wait().unwrap();
     assert!(all_gone(&held), "detached after SIGKILL: {held:?}");
     w.round();
+}
+
+/// [`WORKER`] making each round in a child it forks, through the
+/// descriptors the child inherits; the parent waits for it.
+fn forking_worker() -> String {
+    let forked = WORKER
+        .replace("#include <unistd.h>", "#include <unistd.h>\n#include <sys/wait.h>")
+        .replace(
+            "        lseek(fd, 0, SEEK_SET);",
+            "        pid_t c = fork();\n        if (c > 0) { waitpid(c, 0, 0); printf(\"done\\n\"); fflush(stdout); continue; }\n        lseek(fd, 0, SEEK_SET);",
+        )
+        .replace("        printf(\"done\\n\"); fflush(stdout);\n    }", "        _exit(0);\n    }");
+    assert!(forked.contains("_exit(0)") && forked.contains("waitpid"), "{forked}");
+    forked
+}
+
+/// `record --pid` follows the children the process forks after the attach,
+/// with the descriptors they inherit: a round made by a child equals
+/// `strace -f -p`'s on the next round (the parent makes no call on the
+/// keybox).
+fn record_pid_follows_children() {
+    if !bpf_allowed("attach::record_pid_follows_children") {
+        return;
+    }
+    let Some((_dir, mut w)) = worker_beside_a_keybox(&forking_worker(), "attach::record_pid_follows_children") else {
+        return;
+    };
+    let pid = w.child.id();
+    let (rest, _) = recorded_round(&mut w);
+    let ours = per_process(&summary(&rest), "pubring.kbx");
+    let theirs = strace_attached(pid, "pubring.kbx", || w.round());
+    eprintln!("record --pid: {ours:?}\nstrace -f -p: {theirs:?}");
+    assert!(!ours.contains_key(&u64::from(pid)) && ours.len() == 1, "the child's calls, not the parent's: {ours:?}");
+    assert_eq!(ours.into_values().collect::<Vec<_>>(), theirs, "record --pid and strace -f -p differ");
 }
 
 /// `source` built statically in a new directory beside a copy of the mixed
@@ -598,6 +648,7 @@ crate::tests![
     static_program_equals_strace needs ["cc", "strace"],
     a_full_ring_buffer_is_counted needs ["cc", "strace", "taskset"],
     a_fork_inherits_descriptors needs ["cc", "strace"],
+    record_pid_follows_children needs ["cc", "strace", "kill"],
     unprivileged_gets_one_line_and_the_preload_path needs ["cat"],
     running_gpg_agent_equals_strace needs ["gpg", "gpg-connect-agent", "gpgconf", "strace", "kill"],
     running_keyboxd_equals_strace needs ["chroot", "strace", "kill"],
