@@ -396,7 +396,6 @@ fn a_full_ring_buffer_is_counted() {
     let o = Command::new("taskset")
         .args(["-c", "0"])
         .arg(env!("CARGO_BIN_EXE_kbxscope"))
-        .env("KBXSCOPE_CACHE_DIR", std::env::temp_dir().join("kbxscope-test-cache"))
         .env("KBXSCOPE_ATTACH_RING_KIB", "4")
         .args(["--io-summary=json", "--trace-out", t, "--trace-level", "event", "--trace-max-events", "1000000"])
         .args(["record", "--", e, k])
@@ -471,11 +470,8 @@ fn a_fork_inherits_descriptors() {
     let o = bin().args(["--io-summary=json", "record", "--", e, k]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let v = summary(&stderr(&o));
-    let ours: Vec<Counts> = {
-        let mut c: Vec<Counts> = per_process(&v, "pubring.kbx").into_values().collect();
-        c.sort();
-        c
-    };
+    let mut ours: Vec<Counts> = per_process(&v, "pubring.kbx").into_values().collect();
+    ours.sort();
     let mut theirs = straced(dir.path(), e, k);
     // strace 6.1 does not name close_range's descriptors (-y): its line is
     // the child's close of the keybox descriptor the parent opened.

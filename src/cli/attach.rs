@@ -106,8 +106,9 @@ fn ring_bytes(trace_events: bool) -> u32 {
     kernel::ring_bytes(std::env::var("KBXSCOPE_ATTACH_RING_KIB").ok().and_then(|v| v.parse().ok()))
 }
 
-/// A process's flag in the kernel's `pids`: its children are watched too.
-pub const FOLLOW: u32 = 1;
+/// A process's flag in the kernel's `pids`: its children are watched too
+/// (every watched process's are, as `strace -f -p` follows them).
+const FOLLOW: u32 = 1;
 
 /// The loaded and attached kernel program.
 pub struct Attached {
@@ -204,13 +205,13 @@ impl Attached {
         Ok(Attached { ebpf, next_user_id: USER_IDS, programs: BTreeMap::new(), events })
     }
 
-    /// Watch process `pid` (with [`FOLLOW`], its children too), with the
+    /// Watch process `pid` and the children it forks from now on, with the
     /// watched files it has open now (from `/proc/PID/fd`). Whether it ran.
-    pub fn watch_pid(&mut self, pid: u32, flags: u32, patterns: &[Pattern]) -> bool {
+    pub fn watch_pid(&mut self, pid: u32, patterns: &[Pattern]) -> bool {
         let Some(info) = procfs::process_info(pid) else { return false };
         self.programs.insert(pid, info);
         if let Ok(mut pids) = HashMap::<_, u32, u32>::try_from(self.ebpf.map_mut("pids").expect("pids map")) {
-            let _ = pids.insert(pid, flags, 0);
+            let _ = pids.insert(pid, FOLLOW, 0);
         }
         // Its bit last: the kernel counts from the moment it is set. (The
         // kernel sets bits of the same word atomically; this read and

@@ -40,7 +40,7 @@ use std::process::{Command, ExitCode};
 use anyhow::Result;
 
 use super::args::SummaryFormat;
-use super::attach::{self, Attached};
+use super::attach::Attached;
 use super::preloaded::{run_preloaded, Preloaded};
 use super::procfs::{self, alive};
 use super::render::duration;
@@ -75,7 +75,7 @@ pub fn run(a: &RecordJob, summary: Option<SummaryFormat>, trace: Option<&TraceOp
             Ok(mut k) => {
                 if statically {
                     // PROGRAM, forked from here, is watched from its first instruction.
-                    k.watch_pid(std::process::id(), attach::FOLLOW, &patterns);
+                    k.watch_pid(std::process::id(), &patterns);
                     notes.push(format!("{name} is statically linked: recorded from the kernel (eBPF)"));
                 }
                 for (daemon, socket) in &running {
@@ -193,10 +193,10 @@ fn kernel_patterns(watch: &str, notes: &mut Vec<String>) -> Vec<Pattern> {
 
 /// Watch `--pid` and `--name`'s processes; the `--pid`s that do not run.
 fn watch_given(k: &mut Attached, a: &RecordJob, patterns: &[Pattern]) -> Vec<u32> {
-    let missing = a.pids.iter().copied().filter(|pid| !k.watch_pid(*pid, attach::FOLLOW, patterns)).collect();
+    let missing = a.pids.iter().copied().filter(|pid| !k.watch_pid(*pid, patterns)).collect();
     for name in &a.names {
         for pid in procfs::pids_named(name) {
-            k.watch_pid(pid, attach::FOLLOW, patterns);
+            k.watch_pid(pid, patterns);
         }
         k.watch_comm(name);
     }
@@ -213,7 +213,7 @@ fn watch_daemon(k: &mut Attached, daemon: &str, socket: &Path, patterns: &[Patte
         .filter(|pid| procfs::process_info(*pid).is_some_and(|(_, c)| c == procfs::comm(daemon)))
         .collect();
     for pid in &pids {
-        k.watch_pid(*pid, attach::FOLLOW, patterns);
+        k.watch_pid(*pid, patterns);
     }
     if pids.is_empty() {
         k.watch_comm(daemon);

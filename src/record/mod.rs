@@ -299,7 +299,8 @@ impl Recorded {
             self.processes[at].program = program;
             self.processes[at].images += 1;
             // A fork's child inherits its parent's table of watched paths:
-            // a path it made no call on is no file of its.
+            // a path it made no call on is no file of its (an event always
+            // comes with its call's count, so no event is on such a path).
             let mut slot_files = BTreeMap::new();
             for f in r.files.iter().filter(|f| !f.ops.is_empty()) {
                 let fi = self.file(at, &String::from_utf8_lossy(&f.path));
@@ -322,10 +323,7 @@ impl Recorded {
                 let Some(op) = file_op(e.op) else { continue };
                 let file = match slot_files.get(&e.slot) {
                     Some(fi) => *fi,
-                    None => {
-                        let path = r.files.iter().find(|f| f.slot == e.slot).map(|f| String::from_utf8_lossy(&f.path));
-                        self.file(at, path.as_deref().unwrap_or(""))
-                    }
+                    None => self.file(at, ""),
                 };
                 self.events.push(CallEvent {
                     process: at,
@@ -486,12 +484,7 @@ struct LostSummary {
     files: u64,
     fds: u64,
     events: u64,
-    #[serde(skip_serializing_if = "is_zero")]
     ring: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[cfg(test)]

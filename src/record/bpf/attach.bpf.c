@@ -445,14 +445,11 @@ struct range_close {
 	__u64 id;
 	__u64 start;
 	__u32 first;
-	__u32 last;
 };
 
 static long close_one(__u32 i, struct range_close *r)
 {
 	__u32 fd = r->first + i;
-	if (fd > r->last || fd < r->first)
-		return 1;
 	struct fd_key k = { .tgid = r->id >> 32, .fd = fd };
 	__u32 *f = bpf_map_lookup_elem(&fds, &k);
 	if (!f)
@@ -658,10 +655,11 @@ static __always_inline int leave(long ret)
 		arg = 2;
 		break;
 	case OP_CLOSE_RANGE: {
-		if (ret != 0 || (c.a[2] & CLOSE_RANGE_CLOEXEC) || (__u32)c.a[0] >= FD_SCAN)
+		__u32 first = c.a[0], last = c.a[1] < FD_SCAN ? c.a[1] : FD_SCAN - 1;
+		if (ret != 0 || (c.a[2] & CLOSE_RANGE_CLOEXEC) || first > last)
 			return 0;
-		struct range_close r = { .id = id, .start = c.start, .first = c.a[0], .last = c.a[1] };
-		bpf_loop(FD_SCAN - r.first, close_one, &r, 0);
+		struct range_close r = { .id = id, .start = c.start, .first = first };
+		bpf_loop(last - first + 1, close_one, &r, 0);
 		return 0;
 	}
 	case OP_FCNTL_LOCK: {
@@ -701,26 +699,22 @@ static __always_inline int leave(long ret)
 		if (kind == K_OPEN)
 			fd = ret;
 	}
-	// A descriptor a call makes (dup2/dup3 replacing one, or an open or
-	// dup of a file not watched) is no longer on a file it was on: one
-	// closed where it could not be seen (an exec's close-on-exec).
-	if (ret >= 0 && (c.op == OP_DUP2 || c.op == OP_DUP3 || (file < 0 && (kind == K_OPEN || c.op == OP_DUP || c.op == OP_FCNTL_DUP))))
-		forget_fd(tgid, (__s32)ret);
-	if (file < 0)
+	// A descriptor a call makes on a file not watched is not on the file
+	// its number was (dup2/dup3 replace one; an open or dup may reuse one
+	// closed where it could not be seen, by an exec's close-on-exec). On a
+	// watched file, remember_fd below puts it there.
+	int makes_fd = kind == K_OPEN || c.op == OP_DUP || c.op == OP_DUP2 || c.op == OP_DUP3 ||
+		       c.op == OP_FCNTL_DUP;
+	if (file < 0) {
+		if (makes_fd && ret >= 0)
+			forget_fd(tgid, (__s32)ret);
 		return 0;
-	account(id, c.op, file, c.start, ret, bytes, is_size, fd, offset);
-	switch (c.op) {
-	case OP_OPEN: case OP_OPENAT: case OP_OPENAT2: case OP_CREAT:
-	case OP_DUP: case OP_DUP2: case OP_DUP3: case OP_FCNTL_DUP:
-		if (ret >= 0)
-			remember_fd(tgid, (__s32)ret, file);
-		break;
-	case OP_CLOSE:
-		forget_fd(tgid, fd);
-		break;
-	default:
-		break;
 	}
+	account(id, c.op, file, c.start, ret, bytes, is_size, fd, offset);
+	if (makes_fd && ret >= 0)
+		remember_fd(tgid, (__s32)ret, file);
+	else if (c.op == OP_CLOSE)
+		forget_fd(tgid, fd);
 	return 0;
 }
 
