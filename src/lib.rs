@@ -70,6 +70,7 @@
 
 #![warn(unreachable_pub)]
 pub mod crypto;
+pub mod doctor;
 pub mod events;
 pub mod generate;
 pub mod gnupg_version;

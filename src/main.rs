@@ -25,7 +25,12 @@ fn usage_exit(e: &clap::Error) -> ! {
 
 fn main() -> ExitCode {
     let argv = cli::args::join_optional_values(std::env::args_os());
-    let args = cli::args::Cli::try_parse_from(argv).unwrap_or_else(|e| usage_exit(&e));
+    let given = argv
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a.to_str().is_some_and(|s| s == "--gnupg-version" || s.starts_with("--gnupg-version=")));
+    let mut args = cli::args::Cli::try_parse_from(argv).unwrap_or_else(|e| usage_exit(&e));
+    args.gnupg_version_given = given;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let options = cli::resolve::resolve(args, now).unwrap_or_else(|e| usage_exit(&e));
     match cli::run(options) {

@@ -96,6 +96,11 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// Whether --gnupg-version was given (not only its default): set
+    /// after parsing.
+    #[arg(skip)]
+    pub gnupg_version_given: bool,
 }
 
 /// The command line with `--metrics-listen ADDR` and `--io-summary FORMAT`
@@ -214,6 +219,35 @@ pub enum Command {
     /// record says so.
     #[command(after_help = "More: docs/record.md in kbxscope's source.")]
     Record(RecordArgs),
+    /// Examine a GnuPG home and say why gpg is slow or stuck: its locks
+    /// (who holds each, whether it is stale), its store's health (flooded
+    /// keys, signatures by unknown signers, deleted space, the maintenance
+    /// pass at every start), the trust database's next check, permissions
+    /// and stores left behind; each finding with its evidence, the command
+    /// that fixes it and the time that saves, measured by replaying the
+    /// home's usual commands on private copies before and after the change.
+    /// Nothing of the home is changed. Exit status: 0 healthy, 1 findings.
+    #[command(after_help = "More: docs/doctor.md in kbxscope's source.")]
+    Doctor(DoctorArgs),
+}
+
+/// Arguments of `doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The GnuPG home (default: $GNUPGHOME, else ~/.gnupg). Its GnuPG
+    /// version is the installed gpg's, unless --gnupg-version says.
+    #[arg(value_name = "HOME")]
+    pub home: Option<PathBuf>,
+    /// One JSON object (schema: docs/doctor.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the replays: look and weigh only (no savings measured).
+    #[arg(long)]
+    pub quick: bool,
+    /// Judge the home as GnuPG would at this time (RFC 3339 or a date;
+    /// default: now).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<i64>,
 }
 
 /// Arguments of `record`.

@@ -14,6 +14,8 @@ pub mod args;
 #[cfg(target_os = "linux")]
 mod attach;
 mod delete;
+#[cfg(target_os = "linux")]
+mod doctor;
 pub mod exporter;
 mod gnupg;
 mod import;
@@ -40,7 +42,7 @@ pub mod trace;
 #[cfg(not(target_os = "linux"))]
 mod unavailable;
 #[cfg(not(target_os = "linux"))]
-use unavailable::{preloaded, record};
+use unavailable::{doctor, preloaded, record};
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -160,6 +162,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Delete(a) => delete::run(a, o.version, a.at.unwrap_or(o.now), tally),
         Job::Sweep(job) => sweep::run(job),
         Job::Record(r) => record::run(r, o.summary, o.trace.as_ref()),
+        Job::Doctor(d) => doctor::run(d),
     }
 }
 

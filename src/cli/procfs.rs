@@ -85,6 +85,42 @@ pub fn socket_holders(socket: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// What `doctor` asks of a process: its program, command line, start
+/// time (Unix seconds) and state, if it is alive in this pid namespace.
+pub fn process(pid: u32) -> Option<kbxscope::doctor::locks::Process> {
+    let (program, state, _) = stat(pid).filter(|(_, state, _)| *state != 'Z' && *state != 'X')?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let command_line =
+        cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).map(String::from_utf8_lossy).collect::<Vec<_>>().join(" ");
+    Some(kbxscope::doctor::locks::Process { pid, program, command_line, started: started(pid), state })
+}
+
+/// When process `pid` started, Unix seconds: its start in clock ticks
+/// after boot (`/proc/PID/stat` field 22) plus the boot time (`btime` of
+/// `/proc/stat`); the kernel's clock tick is 100 Hz on Linux's ABI.
+fn started(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime: i64 = boot.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()?;
+    Some(btime + ticks / 100)
+}
+
+/// The processes that have any of `files` open (by `/proc/PID/fd`).
+pub fn holding(files: &[std::path::PathBuf]) -> Vec<u32> {
+    if files.is_empty() {
+        return Vec::new();
+    }
+    pids()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .is_ok_and(|fds| fds.flatten().any(|f| std::fs::read_link(f.path()).is_ok_and(|t| files.contains(&t))))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -150,6 +150,8 @@ pub enum Job {
     Sweep(Box<SweepJob>),
     /// `record`.
     Record(RecordJob),
+    /// `doctor`.
+    Doctor(DoctorJob),
 }
 
 /// `sweep`, resolved.
@@ -182,6 +184,22 @@ pub struct GnupgChoice {
     pub path: PathBuf,
     /// The option that asked for it.
     pub option: &'static str,
+}
+
+/// `doctor`, resolved.
+#[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub struct DoctorJob {
+    /// The home (else GnuPG's own).
+    pub home: Option<PathBuf>,
+    /// One JSON object.
+    pub json: bool,
+    /// No replays.
+    pub quick: bool,
+    /// `--gnupg-version`, when given.
+    pub version: Option<GnupgVersion>,
+    /// The time judged at, Unix seconds.
+    pub at: i64,
 }
 
 /// `record`, resolved (read by `record`, which is Linux's).
@@ -221,6 +239,7 @@ impl Job {
             Job::Delete(_) => "delete",
             Job::Sweep(..) => "sweep",
             Job::Record(_) => "record",
+            Job::Doctor(_) => "doctor",
         }
     }
 }
@@ -260,6 +279,13 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
             Job::Sweep(Box::new(sweep(a, cli.io_summary, now, cli.gnupg_version, apis)?))
         }
         Command::Record(a) => Job::Record(record(a)),
+        Command::Doctor(a) => Job::Doctor(DoctorJob {
+            home: a.home,
+            json: a.json,
+            quick: a.quick,
+            version: cli.gnupg_version_given.then_some(cli.gnupg_version),
+            at: a.at.unwrap_or(now),
+        }),
     };
     let version = cli.gnupg_version;
     let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::gnupg_default(version));

@@ -25,6 +25,23 @@ pub mod record {
     }
 }
 
+/// `doctor`, not available here.
+pub mod doctor {
+    use std::process::ExitCode;
+
+    use anyhow::{bail, Result};
+
+    use crate::cli::resolve::DoctorJob;
+
+    /// Says in one line that `doctor` is not available on this system.
+    ///
+    /// # Errors
+    /// Always.
+    pub fn run(_: &DoctorJob) -> Result<ExitCode> {
+        bail!("doctor is not available on {}: it reads processes and locks from Linux's /proc", std::env::consts::OS)
+    }
+}
+
 /// A program run under the interposer, not available here.
 pub mod preloaded {
     use std::process::{Command, ExitStatus};

@@ -24,6 +24,7 @@ mod buffer_size;
 mod buffered;
 mod change;
 mod event;
+pub mod home;
 mod keybox_file;
 mod raw_read;
 mod source;

@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use super::places::Ran;
 use super::scan::{ContentError, Item, ScanError, Scanner};
+use super::startup::{self, Program};
+use crate::gnupg_version::GnupgVersion;
 use crate::io::BufferedReader;
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 use crate::keyboxd::{Filter, KeyboxImage};
@@ -125,6 +127,30 @@ pub fn run(store: &Store, filter: TypeFilter, emit: impl FnMut(Listed)) -> Resul
             let outcome = pass(&mut *image.opener().open()?, filter, emit);
             Ok(Ran::rows(outcome, image.map))
         }
+    }
+}
+
+/// `gpg -k` as gpg runs it on a keybox: GnuPG's start (its look at the
+/// keybox, its lock and, when the stamp at `now` is three hours old, its
+/// maintenance pass; see `startup`), then the OpenPGP keys listed in file
+/// order. On keyboxd's database (no start to make) the listing alone.
+///
+/// # Errors
+/// The store cannot be read; later problems are in the outcome.
+pub fn as_gpg(
+    store: &Store,
+    version: GnupgVersion,
+    now: i64,
+    emit: impl FnMut(Listed),
+) -> Result<Ran<ListOutcome>, StoreError> {
+    match store {
+        Store::Keybox { opener, .. } => {
+            let started = startup::reading(opener, now, Program::Gpg, version)?;
+            let outcome = pass(&mut *started.opener(opener).open()?, TypeFilter::OpenPgp, emit);
+            started.finish();
+            Ok(Ran::keybox(outcome))
+        }
+        Store::Keyboxd { .. } => run(store, TypeFilter::OpenPgp, emit),
     }
 }
 

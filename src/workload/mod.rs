@@ -13,6 +13,7 @@ pub mod delete;
 pub mod delete_x509;
 pub mod dump;
 pub mod find;
+pub mod health;
 pub mod import;
 pub mod import_x509;
 pub mod keyboxd;

@@ -92,6 +92,18 @@ impl PrivateCopy {
         Ok(copy)
     }
 
+    /// A new private directory holding a store named `name` made of
+    /// `bytes` (a changed copy of a keybox, to replay a change on it).
+    ///
+    /// # Errors
+    /// The directory or the file cannot be made; nothing is left.
+    pub fn holding(name: &str, bytes: &[u8]) -> io::Result<Self> {
+        let copy = Self::empty(None, name)?;
+        let mut to = sys::create_private(&copy.store)?;
+        io::Write::write_all(&mut to, bytes)?;
+        Ok(copy)
+    }
+
     /// The keybox in it.
     pub fn store(&self) -> &Path {
         &self.store
