@@ -13,6 +13,7 @@ mod attach;
 mod bad_input;
 mod corruption;
 mod dashboard;
+mod doctor;
 mod dump_v2;
 mod fixtures_cli;
 mod gen;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         bad_input::TESTS,
         corruption::TESTS,
         dashboard::TESTS,
+        doctor::TESTS,
         dump_v2::TESTS,
         fixtures_cli::TESTS,
         gen::TESTS,

@@ -62,7 +62,13 @@ pub fn run(job: &DoctorJob) -> Result<ExitCode> {
         (None, Some((v, line))) => (v, line),
         (None, None) => (GnupgVersion::default(), "kbxscope's default (no gpg found)".to_string()),
     };
-    let options = doctor::Options { home, default_home, version, version_from, now: job.at, quick: job.quick };
+    let gpg_default = kbxscope::io::gnupg_home().and_then(|h| std::path::absolute(h).ok());
+    let gpg = if gpg_default.as_deref() == Some(home.as_path()) {
+        "gpg".to_string()
+    } else {
+        format!("gpg --homedir {}", doctor::sh(&home))
+    };
+    let options = doctor::Options { home, default_home, version, version_from, now: job.at, quick: job.quick, gpg };
     let bar = (!job.quick).then(Bar::with_eta);
     let report = doctor::examine(&options, &Proc, &mut |s| {
         if let Some(b) = &bar {

@@ -94,7 +94,7 @@ impl Finding {
 
 /// A path as a POSIX shell reads it back: bare when it is plain, else in
 /// single quotes.
-pub(super) fn sh(p: &Path) -> String {
+pub fn sh(p: &Path) -> String {
     let s = p.to_string_lossy();
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c)) {
         s.into_owned()
@@ -309,8 +309,8 @@ fn mostly_unknown(h: &Health) -> bool {
 }
 
 /// The command gpg cleans a key with.
-fn clean(fpr: &str) -> String {
-    format!("gpg --batch --edit-key {fpr} clean save")
+fn clean(gpg: &str, fpr: &str) -> String {
+    format!("{gpg} --batch --edit-key {fpr} clean save")
 }
 
 /// What weighing the store found.
@@ -398,7 +398,7 @@ pub(super) fn store(h: &Health, s: &StoreUse, o: &Options, writable: bool) -> Ve
             json!({ "path": path, "keys": keys }),
         );
         let cleanable: Vec<String> =
-            floods.iter().filter(|k| k.unknown_signers > 0).map(|k| clean(&hex(&k.fingerprint))).collect();
+            floods.iter().filter(|k| k.unknown_signers > 0).map(|k| clean(&o.gpg, &hex(&k.fingerprint))).collect();
         if cleanable.is_empty() {
             f = f.note("its signatures are by keys the store holds: gpg's clean keeps them");
         } else {
@@ -417,7 +417,10 @@ pub(super) fn store(h: &Health, s: &StoreUse, o: &Options, writable: bool) -> Ve
                 ),
                 json!({ "path": path, "unknown_signers": unknown, "signatures": all }),
             )
-            .fix("gpg --with-colons --list-keys | awk -F: '$1==\"pub\"{p=1} $1==\"fpr\"&&p{print $10; p=0}' | while read -r k; do gpg --batch --edit-key \"$k\" clean save; done".into())
+            .fix(format!(
+                "{gpg} --with-colons --list-keys | awk -F: '$1==\"pub\"{{p=1}} $1==\"fpr\"&&p{{print $10; p=0}}' | while read -r k; do {gpg} --batch --edit-key \"$k\" clean save; done",
+                gpg = o.gpg
+            ))
             .note("clean also drops signatures that are expired, revoked or by expired keys, and user ids that are unusable"),
         );
     }
@@ -430,7 +433,7 @@ pub(super) fn store(h: &Health, s: &StoreUse, o: &Options, writable: bool) -> Ve
         }
     }
     let share = h.deleted_bytes as f64 / h.file_bytes.max(1) as f64;
-    if h.deleted_bytes >= 1 << 20 || (h.deleted_bytes > 0 && share >= 0.10) {
+    if h.deleted_bytes >= 1 << 20 || (share >= 0.10 && h.file_bytes >= 1 << 20) {
         out.push(
             finding(
                 "deleted-space",
@@ -518,7 +521,7 @@ pub(super) fn trustdb_due(t: &Trust, path: &Path, o: &Options) -> Finding {
                 "options_differ": t.options_differ, "now": o.now, "cost_seconds": null,
                 "cost": "not measured: kbxscope does not replay the trust database yet" }),
     )
-    .fix("gpg --check-trustdb".into())
+    .fix(format!("{} --check-trustdb", o.gpg))
     .note("runs the check now, when it suits you, instead of inside a command that must be quick")
 }
 

@@ -36,7 +36,7 @@ use conf::Conf;
 use layout::{Buffer, Confs, Daemon, StoreUse};
 use locks::{Lock, Processes};
 
-pub use findings::{Finding, KINDS};
+pub use findings::{sh, Finding, KINDS};
 
 /// What `doctor` is asked.
 #[derive(Debug, Clone)]
@@ -54,6 +54,9 @@ pub struct Options {
     pub now: i64,
     /// Skip the replays.
     pub quick: bool,
+    /// gpg as the fixes call it: `gpg` for the home gpg uses by default,
+    /// else `gpg --homedir HOME`.
+    pub gpg: String,
 }
 
 /// Why a home cannot be examined at all.
