@@ -606,6 +606,7 @@ pub(super) fn measure(
         rounds: 3,
         budget: REPLAY_BUDGET,
         signers: h.distinct_signers,
+        bytes: h.file_bytes,
     };
     if variants.len() == 1 {
         return Ok(Replays::default());

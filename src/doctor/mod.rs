@@ -352,7 +352,7 @@ fn trust(o: &Options, confs: &Confs, entries: &[Entry], found: &mut Vec<Finding>
     let (model, decided_by) = match confs.gpg.last("trust-model") {
         Some((Some(m), line)) if m != "auto" => (m.to_string(), confs.gpg.cite(line)),
         _ => match &header {
-            Some(h) => (h.model.to_string(), "the trust database (trust-model auto)".to_string()),
+            Some(h) => (h.model.to_string(), "the trust database, which trust-model auto follows".to_string()),
             None => ("pgp".to_string(), "GnuPG's default".to_string()),
         },
     };
