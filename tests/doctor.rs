@@ -25,6 +25,8 @@ crate::tests!(
     a_second_store_left_behind needs ["gpg"],
     a_trust_database_check_due needs ["gpg"],
     unsafe_permissions needs ["gpg", "unix"],
+    a_keyboxd_lock_with_gnupg24,
+    the_daemons_serving_a_home needs ["gpg", "gpgconf"],
     a_healthy_home_exits_0,
     homes_that_cannot_be_examined,
 );
@@ -426,7 +428,9 @@ fn a_keyring_mostly_signed_by_unknown_signers() {
 /// other than root: root writes anyway) stops that.
 fn an_old_maintenance_stamp() {
     let Some(setpriv) = tool("setpriv", "doctor::an_old_maintenance_stamp") else { return };
-    let dir = tempfile::tempdir().unwrap();
+    // In /tmp, which every user may enter (the user's TMPDIR may be
+    // private to them).
+    let dir = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
     set_mode(dir.path(), 0o755);
     let home = home_with(dir.path(), "home", "gnupg-mixed");
     let (_, key) = exported_key(dir.path());
@@ -548,6 +552,84 @@ fn unsafe_permissions() {
     assert!(stderr(&gpg(&home, &["-k"])).contains("unsafe permissions on homedir"));
     apply(&f["fix"]);
     assert!(!stderr(&gpg(&home, &["-k"])).contains("unsafe permissions"));
+}
+
+/// GnuPG 2.4.7 (the Debian 13 chroot named by `KBXSCOPE_GNUPG24_CHROOT`,
+/// optional): a keyboxd home (`use-keyboxd` in common.conf, the keys
+/// imported by gpg through keyboxd) whose database lock another host
+/// wrote. doctor finds the store from common.conf, weighs the database,
+/// calls the lock stale; gpg 2.4.7 waits for it ("waiting for lock") and
+/// lists the keys once the fix removed it.
+fn a_keyboxd_lock_with_gnupg24() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
+        eprintln!("SKIPPED a_keyboxd_lock_with_gnupg24: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return;
+    };
+    assert!(chroot.join("proc/self/stat").exists(), "{}/proc is not mounted", chroot.display());
+    let dir = tempfile::tempdir().unwrap();
+    let (fpr, key) = exported_key(dir.path());
+    let inner = format!("/tmp/kbxscope-doctor-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let _ = std::fs::remove_dir_all(&outer);
+    std::fs::create_dir_all(outer.join("home")).unwrap();
+    set_mode(&outer.join("home"), 0o700);
+    std::fs::write(outer.join("home/common.conf"), "use-keyboxd\n").unwrap();
+    std::fs::write(outer.join("key.gpg"), key).unwrap();
+    let home = format!("{inner}/home");
+    let in_chroot = |args: &[&str]| Command::new("chroot").arg(&chroot).args(args).output().unwrap();
+    let stop = || {
+        let _ = in_chroot(&["gpgconf", "--homedir", &home, "--kill", "all"]);
+    };
+    let o = in_chroot(&["gpg", "--homedir", &home, "--batch", "--import", &format!("{inner}/key.gpg")]);
+    stop();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let outer_home = outer.join("home");
+    let lock = outer_home.join("public-keys.d/pubring.db.lock");
+    write_lock(&lock, 4_000_000, "buildkitsandbox");
+    let before = snapshot(&outer_home);
+    let o = run(["--gnupg-version", "2.4", "doctor", "--json", outer_home.to_str().unwrap()]);
+    assert_eq!(snapshot(&outer_home), before, "doctor changed the home");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert_eq!(report["stores"][0]["kind"], "keyboxd");
+    assert_eq!(report["stores"][0]["decided_by"], "common.conf:1: use-keyboxd");
+    assert_eq!(report["health"]["blobs"]["openpgp"].as_u64(), Some(1), "{report:#}");
+    let f = one(&report, "stale-lock");
+    assert_eq!(f["evidence"]["path"].as_str(), lock.to_str());
+    // gpg 2.4.7 waits for it.
+    let child = Command::new("chroot")
+        .arg(&chroot)
+        .args(["gpg", "--homedir", &home, "--batch", "--with-colons", "-k"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    waits_for_lock(child, 4_000_000);
+    stop();
+    apply(&f["fix"]);
+    let o = in_chroot(&["gpg", "--homedir", &home, "--batch", "--with-colons", "-k"]);
+    stop();
+    let _ = std::fs::remove_dir_all(&outer);
+    assert!(o.status.success() && stdout_of(&o).contains(&fpr), "{}", stderr(&o));
+}
+
+/// A gpg-agent and a dirmngr started for a home: doctor names them, with
+/// the sockets gpgconf says they serve; no finding comes of them.
+fn the_daemons_serving_a_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with(dir.path(), "home", "gnupg-mixed");
+    let gpgconf = |args: &[&str]| Command::new("gpgconf").arg("--homedir").arg(&home).args(args).output().unwrap();
+    for daemon in ["gpg-agent", "dirmngr"] {
+        assert!(gpgconf(&["--launch", daemon]).status.success());
+    }
+    let socket = String::from_utf8_lossy(&gpgconf(&["--list-dirs", "agent-socket"]).stdout).trim().to_string();
+    let (report, _) = doctor(&home, &["--quick"]);
+    stop_gnupg_daemons(&home);
+    let daemons = report["daemons"].as_array().unwrap();
+    let programs: Vec<&str> = daemons.iter().filter_map(|d| d["program"].as_str()).collect();
+    assert_eq!(programs.len(), 2, "{report:#}");
+    assert!(programs.contains(&"gpg-agent") && programs.contains(&"dirmngr"), "{programs:?}");
+    let agent = daemons.iter().find(|d| d["program"] == "gpg-agent").unwrap();
+    assert_eq!(agent["socket"].as_str(), Some(socket.as_str()));
 }
 
 /// The fixture as GnuPG made it, with a fresh stamp: nothing found, exit 0.

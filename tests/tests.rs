@@ -42,6 +42,9 @@ mod x509_algorithms;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Before the harness starts any thread: no test may see the user's
+    // GnuPG state, locale or time zone.
+    let _home = common::hermetic();
     let args = libtest_mimic::Arguments::from_args();
     #[cfg_attr(not(unix), allow(unused_mut))]
     let mut tests = vec![

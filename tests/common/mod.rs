@@ -6,6 +6,38 @@ use std::sync::Mutex;
 
 use libtest_mimic::Trial;
 
+/// Make the tests' environment the same on every machine, so that no
+/// outcome depends on the user's GnuPG state or settings: `HOME` and
+/// `GNUPGHOME` point into a fresh empty directory (so no gpg, gpgsm or
+/// `record` the tests start finds the user's keybox, configuration files
+/// or running gpg-agent, keyboxd or dirmngr; a test that wants a home
+/// makes its own), GnuPG's messages are the C locale's (tests read them),
+/// times are UTC, and no cache, socket or agent variable of the user's is
+/// passed on. The directory lives as long as the returned handle.
+///
+/// Called first thing in `main`, before the harness starts its threads:
+/// changing the environment is sound only while one thread runs.
+pub fn hermetic() -> tempfile::TempDir {
+    let home = tempfile::Builder::new().prefix("kbxscope-tests-home-").tempdir().expect("a temporary home");
+    std::env::set_var("HOME", home.path());
+    std::env::set_var("GNUPGHOME", home.path().join(".gnupg"));
+    std::env::set_var("LC_ALL", "C");
+    std::env::set_var("TZ", "UTC");
+    for var in [
+        "LANG",
+        "LANGUAGE",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "GPG_AGENT_INFO",
+        "GPG_TTY",
+        "KBXSCOPE_ATTACH_RING_KIB",
+        "KBXSCOPE_ATTACH_PROBES",
+    ] {
+        std::env::remove_var(var);
+    }
+    home
+}
+
 /// The `kbxscope` binary built for these tests. Its cache directory is a
 /// test-only one, so a test can never fill the user's cache.
 pub fn bin() -> Command {
