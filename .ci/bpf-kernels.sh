@@ -88,12 +88,10 @@ say "kbxscope $(sha256sum "$work_bin/kbxscope" | cut -c1-16)…, object $(sha256
 apt_dir="$WORK/apt"
 mkdir -p "$apt_dir"/{lists/partial,cache/archives/partial,prefs}
 : >"$apt_dir/status"
-mirror=http://deb.debian.org/debian
-security=http://deb.debian.org/debian-security
-# The mirror this machine's apt uses, when it names one.
-m=$(grep -hsoE '(URIs:|deb)[[:space:]]+[^[:space:]]*/debian/?([[:space:]]|$)' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
-  | awk '{print $2}' | grep -v security | head -1 || true)
-[ -n "$m" ] && mirror=${m%/}
+# The mirrors this machine's apt uses (no fixed host: one line and stop
+# when it names none).
+. "$(dirname "${BASH_SOURCE[0]}")/apt-mirror.sh"
+mirror=$MIRROR security=$SECURITY
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 {
   for s in "${suites[@]}"; do

@@ -55,9 +55,9 @@ setup() {
     local t0=$SECONDS sysroot rustv mirror srcv
     sysroot=$(rustc --print sysroot)
     rustv=$(rustc -V | awk '{print $2}')
-    mirror=$({ grep -rhoE '^(URIs:|deb) +[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null || true; } \
-        | awk '{print $2}' | head -1)
-    mirror=${mirror:-http://deb.debian.org/debian}
+    # The machine's own mirror, or one line and stop.
+    . "$(dirname "${BASH_SOURCE[0]}")/apt-mirror.sh"
+    mirror=$MIRROR
     command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
     if [ ! -e "$ROOT/etc/debian_version" ]; then
         say "debootstrap trixie into $ROOT"
