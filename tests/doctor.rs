@@ -26,6 +26,7 @@ crate::tests!(
     a_trust_database_check_due needs ["gpg"],
     unsafe_permissions needs ["gpg", "unix"],
     a_keyboxd_lock_with_gnupg24,
+    moving_to_keyboxd_with_gnupg24,
     the_daemons_serving_a_home needs ["gpg", "gpgconf"],
     a_healthy_home_exits_0,
     homes_that_cannot_be_examined,
@@ -610,6 +611,58 @@ fn a_keyboxd_lock_with_gnupg24() {
     stop();
     let _ = std::fs::remove_dir_all(&outer);
     assert!(o.status.success() && stdout_of(&o).contains(&fpr), "{}", stderr(&o));
+}
+
+/// GnuPG 2.4.7 (the chroot, optional): a home whose keybox (gen's
+/// `small`, 5 MiB) doctor finds faster as keyboxd's database; its command,
+/// run by gpg and gpgsm 2.4.7 in the chroot, moves every key and
+/// certificate into keyboxd (gpg and gpgsm then list as many), and doctor
+/// then finds the home on keyboxd with nothing more to move.
+fn moving_to_keyboxd_with_gnupg24() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
+        eprintln!("SKIPPED moving_to_keyboxd_with_gnupg24: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return;
+    };
+    let inner = format!("/tmp/kbxscope-doctor-move-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let _ = std::fs::remove_dir_all(&outer);
+    std::fs::create_dir_all(&outer).unwrap();
+    let home = outer.join("home");
+    std::fs::create_dir(&home).unwrap();
+    set_mode(&home, 0o700);
+    let o = run(["gen", "--preset", "small", home.join("pubring.kbx").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::rename(home.join("pubring.kbx.trustlist.txt"), home.join("trustlist.txt")).unwrap();
+    let (report, _) = doctor24(&home);
+    let f = one(&report, "keybox-vs-keyboxd");
+    assert!(f["saving_seconds"].as_f64().unwrap() > 0.0);
+    let (keys, certs) =
+        (report["health"]["blobs"]["openpgp"].as_u64().unwrap(), report["health"]["blobs"]["x509"].as_u64().unwrap());
+    let inner_home = format!("{inner}/home");
+    let fix = f["fix"].as_str().unwrap().replace(home.to_str().unwrap(), &inner_home);
+    let in_chroot = |args: &[&str]| Command::new("chroot").arg(&chroot).args(args).output().unwrap();
+    let o = in_chroot(&["sh", "-c", &fix]);
+    let listed = |program: &str, prefix: &str| {
+        let o = in_chroot(&[program, "--homedir", &inner_home, "--batch", "--with-colons", "--list-keys"]);
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with(prefix)).count() as u64
+    };
+    let (gpg_keys, gpgsm_certs) = (listed("gpg", "pub:"), listed("gpgsm", "crt:"));
+    let _ = in_chroot(&["gpgconf", "--homedir", &inner_home, "--kill", "all"]);
+    assert!(o.status.success(), "{fix}: {}", stderr(&o));
+    assert!(home.join("public-keys.d/pubring.db").exists() && !home.join("pubring.kbx").exists());
+    assert_eq!((gpg_keys, gpgsm_certs), (keys, certs), "gpg and gpgsm 2.4.7 list through keyboxd what the keybox held");
+    let (report, _) = doctor24(&home);
+    let _ = std::fs::remove_dir_all(&outer);
+    assert_eq!(report["stores"][0]["kind"], "keyboxd");
+    assert!(findings(&report, "keybox-vs-keyboxd").is_empty(), "{report:#}");
+}
+
+/// `doctor --json HOME` as GnuPG 2.4 judges (the home unchanged).
+fn doctor24(home: &Path) -> (Value, Option<i32>) {
+    let before = snapshot(home);
+    let o = run(["--gnupg-version", "2.4", "doctor", "--json", home.to_str().unwrap()]);
+    assert_eq!(snapshot(home), before, "doctor changed the home");
+    (serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o))), o.status.code())
 }
 
 /// A gpg-agent and a dirmngr started for a home: doctor names them, with

@@ -69,6 +69,9 @@ pub struct Variant {
     pub buffer: BufferSize,
     /// The commands the change changes.
     pub commands: Vec<Command>,
+    /// The store the bytes are: a keybox, or keyboxd's database (read
+    /// through keyboxd's replay, SQLite's default page cache).
+    pub store: StoreKind,
 }
 
 /// What one command took on a variant, beside the keybox as it is.
@@ -139,9 +142,9 @@ pub struct Plan<'a> {
 }
 
 /// One replay of `command` on the keybox at `path`: seconds and file events.
-fn replay(path: &Path, buffer: BufferSize, command: Command, plan: &Plan<'_>) -> Result<(f64, u64), StoreError> {
-    let tally = IoTally::new(buffer);
-    let store = Store::open_as(path, StoreKind::Keybox, &tally, None)?;
+fn replay(path: &Path, v: &Variant, command: Command, plan: &Plan<'_>) -> Result<(f64, u64), StoreError> {
+    let tally = IoTally::new(v.buffer);
+    let store = Store::open_as(path, v.store, &tally, None)?;
     let started = Instant::now();
     match command {
         Command::GpgList => {
@@ -180,7 +183,10 @@ pub fn measure(
 ) -> Result<Replays, StoreError> {
     let copies = variants
         .iter()
-        .map(|v| PrivateCopy::holding("pubring.kbx", &v.keybox).map_err(|error| StoreError::Private { error }))
+        .map(|v| {
+            let name = if v.store == StoreKind::Keyboxd { "pubring.db" } else { "pubring.kbx" };
+            PrivateCopy::holding(name, &v.keybox).map_err(|error| StoreError::Private { error })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let applies = |c: Command| match c {
         Command::GpgList | Command::GpgCheckSigs => plan.gpg,
@@ -216,7 +222,7 @@ pub fn measure(
             }
         }
         progress(&format!("{}: warm-up", command.name()), done, total);
-        let (warm, _) = replay(copies[0].store(), variants[0].buffer, command, plan)?;
+        let (warm, _) = replay(copies[0].store(), &variants[0], command, plan)?;
         done += 1;
         let left = plan.budget.saturating_sub(started.elapsed()).as_secs_f64();
         let runs: Vec<usize> = std::iter::once(0).chain(which.iter().copied()).collect();
@@ -241,7 +247,7 @@ pub fn measure(
             for (slot, &i) in runs.iter().enumerate() {
                 let v = &variants[i];
                 progress(&format!("{}: {} ({}/{rounds})", command.name(), v.change, round + 1), done, total);
-                let (seconds, n) = replay(copies[i].store(), v.buffer, command, plan)?;
+                let (seconds, n) = replay(copies[i].store(), v, command, plan)?;
                 done += 1;
                 times[slot].push(seconds);
                 events[slot] = n;
