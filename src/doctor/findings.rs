@@ -153,7 +153,8 @@ pub(super) fn lock(l: &Lock, own_files: &[PathBuf], host: &str, o: &Options) -> 
     let evidence = json!({
         "path": l.path, "pid": l.pid, "host": l.host, "this_host": host, "written": l.written,
         "alive": l.alive, "stale": l.stale, "cleared_by_gnupg": l.cleared_by_gnupg,
-        "process": l.process, "holders": l.holders, "waiters": l.waiters, "why": l.why,
+        "process": l.process, "holders": l.holders, "waiters": l.waiters, "holder_waits_for": l.holder_waits_for,
+        "why": l.why,
         "own_files": leftovers,
     });
     let rm = || {

@@ -91,6 +91,9 @@ pub struct Lock {
     /// Processes waiting for it: their own lock files lie beside it, and
     /// they are not its writer.
     pub waiters: Vec<Process>,
+    /// Another lock of the home its live writer is itself waiting for (a
+    /// chain, or GnuPG's "(deadlock?)").
+    pub holder_waits_for: Option<PathBuf>,
     /// Why it is what it is, in words.
     pub why: String,
 }
@@ -105,6 +108,19 @@ pub struct Context<'a> {
     pub guarded: &'a [PathBuf],
     /// The own files of lock takers (`.#lk0x…`) in the lock's directory.
     pub own_files: &'a [PathBuf],
+}
+
+/// Mark each live lock whose writer is itself among another lock's
+/// waiters.
+pub fn chain(locks: &mut [Lock]) {
+    let waiting: Vec<(u32, PathBuf)> =
+        locks.iter().flat_map(|l| l.waiters.iter().map(|w| (w.pid, l.path.clone()))).collect();
+    for l in locks.iter_mut() {
+        if let Some(p) = l.process.as_ref().filter(|_| l.alive == Some(true)) {
+            l.holder_waits_for =
+                waiting.iter().find(|(pid, path)| *pid == p.pid && *path != l.path).map(|(_, at)| at.clone());
+        }
+    }
 }
 
 /// The pid and host a taker's own file `.#lk0x<handle>.<host>.<pid>` names.
@@ -138,6 +154,7 @@ pub fn judge(path: &Path, content: &LockContent, written: Option<i64>, cx: &Cont
         cleared_by_gnupg: false,
         holders,
         waiters,
+        holder_waits_for: None,
         why: String::new(),
     };
     let (Some(pid), Some(host)) = (content.pid, content.host.as_deref()) else {
@@ -258,6 +275,19 @@ mod tests {
         let mut shared = cx(&store, &[]);
         shared.network = true;
         assert!(!judge(Path::new("x.lock"), &parse(b"7\nother\n"), Some(1), &shared, &none).stale);
+    }
+
+    #[test]
+    fn a_holder_waiting_for_another_lock_is_marked() {
+        let t = Table(vec![process(99, 50), process(120, 60)], vec![]);
+        let own = [PathBuf::from(".#lk0x0000.here.99"), PathBuf::from(".#lk0x0001.here.120")];
+        // 99 holds a.lock and waits for b.lock, which 120 holds.
+        let a = judge(Path::new("a.lock"), &parse(b"99\nhere\n"), Some(100), &cx(&[], &own), &t);
+        let b = judge(Path::new("b.lock"), &parse(b"120\nhere\n"), Some(100), &cx(&[], &own), &t);
+        let mut locks = vec![a, b];
+        chain(&mut locks);
+        assert_eq!(locks[0].holder_waits_for.as_deref(), Some(Path::new("b.lock")));
+        assert_eq!(locks[1].holder_waits_for.as_deref(), Some(Path::new("a.lock")));
     }
 
     #[test]

@@ -291,6 +291,7 @@ fn judge_locks(
 ) -> Vec<Lock> {
     let host = home::host_name();
     let mut out = Vec::new();
+    let mut own_of = Vec::new();
     for dir in [entries, db_entries] {
         let own: Vec<PathBuf> = dir.iter().filter(|e| e.name().starts_with(".#lk")).map(|e| e.path.clone()).collect();
         for e in dir.iter().filter(|e| e.name().ends_with(".lock")) {
@@ -305,10 +306,13 @@ fn judge_locks(
                 }
             };
             let cx = locks::Context { host: &host, network, guarded: &guarded, own_files: &own };
-            let lock = locks::judge(&e.path, &content, e.mtime, &cx, ps);
-            found.push(findings::lock(&lock, &own, &host, o));
-            out.push(lock);
+            out.push(locks::judge(&e.path, &content, e.mtime, &cx, ps));
+            own_of.push(own.clone());
         }
+    }
+    locks::chain(&mut out);
+    for (lock, own) in out.iter().zip(&own_of) {
+        found.push(findings::lock(lock, own, &host, o));
     }
     out
 }
