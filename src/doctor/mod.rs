@@ -249,6 +249,16 @@ pub fn examine(o: &Options, ps: &dyn Processes, progress: &mut dyn FnMut(Step<'_
     let writable = fs.is_none_or(|f| !f.read_only);
     if let Some(h) = &weighed {
         found.extend(findings::store(h, gpg_store, o, writable));
+        // A lock GnuPG cannot take stops its maintenance pass too.
+        let blocking =
+            locks.iter().find(|l| l.path == gpg_store.path.with_extension("kbx.lock") && !l.cleared_by_gnupg);
+        if let (Some(l), Some(f)) = (blocking, found.iter_mut().find(|f| f.kind == "maintenance-pass")) {
+            f.note = Some(format!(
+                "while {} stands GnuPG cannot take the lock and makes no pass; once it goes, the next start makes it. {}",
+                l.path.display(),
+                f.note.take().unwrap_or_default()
+            ));
+        }
     }
     let trust = trust(o, &confs, &entries, &mut found);
     let mut measured = None;
