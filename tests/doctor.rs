@@ -182,6 +182,17 @@ fn flooded(key: &[u8], count: u32, seed: u32) -> Vec<u8> {
     out
 }
 
+/// A directory holding a key to import (one of the mixed fixture's, as
+/// gpg exports it) and a home with the mixed fixture's keybox.
+fn key_and_home() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, key) = exported_key(dir.path());
+    let keyfile = dir.path().join("key.gpg");
+    std::fs::write(&keyfile, key).unwrap();
+    let home = home_with(dir.path(), "home", "gnupg-mixed");
+    (dir, keyfile, home)
+}
+
 /// Wait until gpg, started in the background, says on stderr that it
 /// waits for a lock held by `pid`; then stop it. Returns the line.
 fn waits_for_lock(mut child: std::process::Child, pid: u32) -> String {
@@ -217,11 +228,7 @@ fn import_in_background(home: &Path, key: &Path) -> std::process::Child {
 /// GnuPG removes it by itself ("removing stale lockfile"); the fix
 /// removes it now.
 fn a_stale_lock_of_a_dead_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, key) = exported_key(dir.path());
-    let keyfile = dir.path().join("key.gpg");
-    std::fs::write(&keyfile, key).unwrap();
-    let home = home_with(dir.path(), "home", "gnupg-mixed");
+    let (_dir, keyfile, home) = key_and_home();
     let mut gone = Command::new("true").spawn().unwrap();
     let pid = gone.id();
     gone.wait().unwrap();
@@ -255,11 +262,7 @@ fn a_stale_lock_of_a_dead_process() {
 /// process here has the keybox open, the home is local) and its fix lets
 /// the import through.
 fn a_lock_written_by_another_host() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, key) = exported_key(dir.path());
-    let keyfile = dir.path().join("key.gpg");
-    std::fs::write(&keyfile, key).unwrap();
-    let home = home_with(dir.path(), "home", "gnupg-mixed");
+    let (_dir, keyfile, home) = key_and_home();
     write_lock(&home.join("pubring.kbx.lock"), 4242, "buildkitsandbox");
     let (report, _) = doctor(&home, &["--quick"]);
     let f = one(&report, "stale-lock");
@@ -282,11 +285,7 @@ fn a_lock_written_by_another_host() {
 /// A lock a live process holds: never stale, no command to clear it, its
 /// holder named; the real gpg waits for that process.
 fn a_lock_a_live_process_holds() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, key) = exported_key(dir.path());
-    let keyfile = dir.path().join("key.gpg");
-    std::fs::write(&keyfile, key).unwrap();
-    let home = home_with(dir.path(), "home", "gnupg-mixed");
+    let (_dir, keyfile, home) = key_and_home();
     let mut holder = Command::new("sleep").arg("600").spawn().unwrap();
     write_lock(&home.join("pubring.kbx.lock"), holder.id(), &host());
     let (report, _) = doctor(&home, &["--quick"]);
@@ -306,11 +305,7 @@ fn a_lock_a_live_process_holds() {
 /// A lock holding garbage (gpg fails on it: "cannot read lockfile") and a
 /// keybox damaged in one blob: findings naming file, blob and offset.
 fn a_damaged_lock_and_a_damaged_store() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, key) = exported_key(dir.path());
-    let keyfile = dir.path().join("key.gpg");
-    std::fs::write(&keyfile, key).unwrap();
-    let home = home_with(dir.path(), "home", "gnupg-mixed");
+    let (_dir, keyfile, home) = key_and_home();
     std::fs::write(home.join("pubring.kbx.lock"), b"\x00\xffgarbage").unwrap();
     let (report, _) = doctor(&home, &["--quick"]);
     let f = one(&report, "damaged-lock");
