@@ -24,7 +24,7 @@ declare -A allowed=(
   [workload]="x509 openpgp lookup store keyboxd io events kbx telemetry timefmt gnupg_version"
   [generate]="kbx timefmt units"
   [record]="events units"
-  [doctor]="workload x509 openpgp lookup store keyboxd io events kbx telemetry timefmt units gnupg_version"
+  [doctor]="sweep workload x509 openpgp lookup store keyboxd io events kbx telemetry timefmt units gnupg_version"
   [sweep]="workload x509 openpgp lookup store keyboxd io events kbx telemetry generate timefmt units gnupg_version"
 )
 status=0

@@ -110,19 +110,6 @@ impl Paint {
     }
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
-}
-
-fn hours_ago(now: i64, then: i64) -> String {
-    let h = (now - then) as f64 / 3600.0;
-    if h < 48.0 {
-        format!("{h:.1} h ago")
-    } else {
-        format!("{:.0} days ago", h / 24.0)
-    }
-}
-
 /// The report for people: what the home is, then each finding.
 fn render(r: &Report, colour: bool) -> String {
     let p = Paint(colour);
@@ -143,13 +130,13 @@ fn render(r: &Report, colour: bool) -> String {
         let n = |k: &str| h.blobs.get(k).copied().unwrap_or(0);
         let stamp = h
             .last_maintenance
-            .map(|t| format!("; maintained {}", hours_ago(r.checked_at, i64::from(t))))
+            .map(|t| format!("; maintained {} ago", doctor::age_words(r.checked_at - i64::from(t))))
             .unwrap_or_default();
         line(
             "store",
             format!(
                 "{}: {} OpenPGP keys, {} certificates, {} deleted; {} signatures, {} by unknown signers{stamp}",
-                mib(h.bytes),
+                doctor::mib(h.bytes),
                 n("openpgp"),
                 n("x509"),
                 n("empty"),
@@ -158,7 +145,10 @@ fn render(r: &Report, colour: bool) -> String {
             ),
         );
         if let Some(k) = h.largest.first() {
-            line("largest", format!("{} {} ({}, {} signatures)", k.fingerprint, k.name, mib(k.bytes), k.signatures));
+            line(
+                "largest",
+                format!("{} {} ({}, {} signatures)", k.fingerprint, k.name, doctor::mib(k.bytes), k.signatures),
+            );
         }
     }
     line("buffer", format!("{} KiB ({})", r.buffer.kib, r.buffer.decided_by));

@@ -21,6 +21,7 @@ use crate::io::{BufferSize, IoTally};
 use crate::lookup::Strategy;
 use crate::openpgp::{Judge, Mode};
 use crate::store::{Store, StoreError, StoreKind};
+use crate::sweep::median;
 use crate::workload;
 use crate::x509::TrustList;
 
@@ -161,15 +162,6 @@ fn replay(path: &Path, v: &Variant, command: Command, plan: &Plan<'_>) -> Result
     Ok((started.elapsed().as_secs_f64(), tally.snapshot().events.total()))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Replay the commands each variant changes (the first variant is the
 /// keybox as it is), within the plan's budget; `progress` is told before
 /// each replay (what, replays done, replays planned).
@@ -253,7 +245,7 @@ pub fn measure(
                 events[slot] = n;
             }
         }
-        let medians: Vec<f64> = times.into_iter().map(median).collect();
+        let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
         for (slot, &i) in runs.iter().enumerate().skip(1) {
             out.measured.push(Measured {
                 kind: variants[i].kind,

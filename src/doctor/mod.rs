@@ -21,6 +21,8 @@ mod findings;
 pub mod layout;
 pub mod locks;
 pub mod measure;
+mod savings;
+mod store_findings;
 pub mod trustdb;
 
 use std::path::{Path, PathBuf};
@@ -36,7 +38,8 @@ use conf::Conf;
 use layout::{Buffer, Confs, Daemon, StoreUse};
 use locks::{Lock, Processes};
 
-pub use findings::{sh, Finding, KINDS};
+pub use findings::{mib, sh, Finding, KINDS};
+pub use store_findings::age_words;
 
 /// What `doctor` is asked.
 #[derive(Debug, Clone)]
@@ -248,7 +251,7 @@ pub fn examine(o: &Options, ps: &dyn Processes, progress: &mut dyn FnMut(Step<'_
     let (health, weighed) = weigh(gpg_store, &stores[1], &mut found);
     let writable = fs.is_none_or(|f| !f.read_only);
     if let Some(h) = &weighed {
-        found.extend(findings::store(h, gpg_store, o, writable));
+        found.extend(store_findings::store(h, gpg_store, o, writable));
         // A lock GnuPG cannot take stops its maintenance pass too.
         let blocking =
             locks.iter().find(|l| l.path == gpg_store.path.with_extension("kbx.lock") && !l.cleared_by_gnupg);
@@ -264,7 +267,7 @@ pub fn examine(o: &Options, ps: &dyn Processes, progress: &mut dyn FnMut(Step<'_
     let mut measured = None;
     if !o.quick {
         if let (Some(h), Some(store)) = (&weighed, stores.iter().find(|s| s.kind == "keybox" && s.exists)) {
-            let m = findings::measure(h, store, &confs, &buffer, o, &mut found, progress);
+            let m = savings::measure(h, store, &buffer, o, &mut found, progress);
             match m {
                 Ok(m) => measured = Some(m),
                 Err(e) => found.push(findings::unmeasured(&store.path, &e)),
@@ -342,7 +345,7 @@ fn weigh(gpg: &StoreUse, gpgsm: &StoreUse, found: &mut Vec<Finding>) -> (Option<
             return (None, None);
         }
     };
-    (Some(findings::health_view(&s.path, &h)), Some(h))
+    (Some(store_findings::health_view(&s.path, &h)), Some(h))
 }
 
 /// The trust model and the trust database's schedule.
