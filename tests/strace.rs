@@ -153,8 +153,10 @@ fn commands(keybox: &str) -> Vec<Vec<String>> {
 }
 
 fn io_summary_equals_strace_exactly() {
-    for kbx in ["gnupg-mixed", "gnupg-deleted"] {
-        let (dir, path) = temp_copy(kbx);
+    let few = crate::common::gen_few();
+    let keyboxes = [temp_copy("gnupg-mixed"), temp_copy("gnupg-deleted"), (few.0, few.1)];
+    for (dir, path) in &keyboxes {
+        let kbx = path.file_name().unwrap().to_string_lossy();
         let k = path.to_str().unwrap();
         let mut every = commands(k);
         // Validation too: many handles (gnupg), rescans (scan), and the
@@ -164,10 +166,17 @@ fn io_summary_equals_strace_exactly() {
         }
         for cmd in every {
             for size in SIZES {
+                // Unbuffered, GnuPG's lookups read a few bytes a call: over
+                // a million calls on a fixture, 2-3 minutes under strace.
+                // The keybox of a few certificates has every path of it.
+                let unbuffered_lookups = size == "unbuffered" && cmd.iter().any(|a| a == "gnupg");
+                if unbuffered_lookups && !kbx.starts_with("few") {
+                    continue;
+                }
                 let args: Vec<String> =
                     [vec![format!("--kbx-buffer-size={size}"), "--io-summary=json".into()], cmd.clone()].concat();
                 let (trace, summary) = traced(dir.path(), &args);
-                let mut seen = parse_trace(&trace, &path);
+                let mut seen = parse_trace(&trace, path);
                 // Validation looks for a trustlist beside the keybox
                 // (KEYBOX.trustlist.txt, then STEM.trustlist.txt).
                 seen.other.retain(|l| !l.contains(".trustlist.txt"));
@@ -232,7 +241,8 @@ fn requested(line: &str) -> Option<u64> {
 }
 
 fn a_whole_sweep_counts_what_strace_sees() {
-    let (dir, kbx) = crate::common::gen_tiny();
+    // A few keys: the sweep's unbuffered runs make a call every few bytes.
+    let (dir, kbx) = crate::common::gen_few();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("sweep.json");
     let (warmup, runs) = (1u64, 2u64);
@@ -255,7 +265,7 @@ fn a_whole_sweep_counts_what_strace_sees() {
     let (trace, o) = traced_output(dir.path(), &args);
     assert!(o.status.success(), "{}", crate::common::stderr(&o));
     let seen = parse_trace(&trace, &kbx);
-    let other: Vec<_> = seen.other.iter().filter(|l| !l.contains("tiny.kbx.trustlist.txt")).collect();
+    let other: Vec<_> = seen.other.iter().filter(|l| !l.contains("few.kbx.trustlist.txt")).collect();
     assert!(other.is_empty(), "unexpected calls: {other:#?}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let rows = v["results"].as_array().unwrap();

@@ -80,6 +80,7 @@ fn main() -> ExitCode {
     let trials = tests.iter().flat_map(|t| t.iter()).map(common::Test::trial).collect();
     let conclusion = libtest_mimic::run(&args, trials);
     common::print_partly_skipped();
+    common::print_slowest();
     conclusion.exit_code()
 }
 

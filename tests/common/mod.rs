@@ -177,7 +177,9 @@ impl Test {
             if !missing.is_empty() {
                 return Err(format!("required tool missing: {}", missing.join(", ")).into());
             }
+            let started = std::time::Instant::now();
             run();
+            DURATIONS.lock().unwrap().push((started.elapsed().as_secs_f64(), name));
             Ok(())
         });
         if ignore {
@@ -204,6 +206,26 @@ macro_rules! tests {
             }
         ),*];
     };
+}
+
+/// How long each passed test took (wall time, while others ran beside it).
+static DURATIONS: Mutex<Vec<(f64, &'static str)>> = Mutex::new(Vec::new());
+
+/// Print the slowest tests after libtest's summary when a whole run (more
+/// than a handful of tests) passed through: where `cargo test --release`
+/// spends its minutes, for docs/building.md. Information only, never a
+/// pass or fail.
+pub fn print_slowest() {
+    let mut durations = DURATIONS.lock().unwrap();
+    if durations.len() < 20 {
+        return;
+    }
+    durations.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let total: f64 = durations.iter().map(|d| d.0).sum();
+    eprintln!("slowest tests (of {} passed, {total:.0} test-seconds in all):", durations.len());
+    for (secs, name) in durations.iter().take(10) {
+        eprintln!("  {secs:6.1} s  {name}");
+    }
 }
 
 /// Print the checks that were skipped in part (after libtest's summary).
@@ -374,6 +396,19 @@ pub fn gen_tiny() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
     let kbx = dir.path().join("tiny.kbx");
     let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, kbx)
+}
+
+/// A keybox of three OpenPGP keys that certify each other and five
+/// certificates (a chain to validate), made by `gen`, with its trustlist
+/// beside it: for the runs that make a system call every few bytes
+/// (unbuffered, GnuPG's lookups), which take minutes under strace on a
+/// larger keybox.
+pub fn gen_few() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kbx = dir.path().join("few.kbx");
+    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny", "--openpgp", "3", "--x509", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));
     (dir, kbx)
 }
