@@ -45,7 +45,13 @@ fn main() -> ExitCode {
     // Before the harness starts any thread: no test may see the user's
     // GnuPG state, locale or time zone.
     let _home = common::hermetic();
-    let args = libtest_mimic::Arguments::from_args();
+    let mut args = libtest_mimic::Arguments::from_args();
+    // Two tests per core: much of a test's time is spent waiting on the
+    // programs it runs (gpg, strace, Prometheus), which leaves a core idle
+    // at one test per core.
+    if args.test_threads.is_none() && std::env::var_os("RUST_TEST_THREADS").is_none() {
+        args.test_threads = std::thread::available_parallelism().ok().map(|n| 2 * n.get());
+    }
     #[cfg_attr(not(unix), allow(unused_mut))]
     let mut tests = vec![
         bad_input::TESTS,

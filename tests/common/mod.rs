@@ -276,23 +276,32 @@ pub fn file_events(summary: &serde_json::Value, path: &std::path::Path) -> serde
 }
 
 /// Run `kbxscope` and fail the test if it takes longer than `secs` (a hang).
+/// The output is drained while it runs (a full pipe would stall it) and
+/// the wait ends the moment it exits: no polling.
 pub fn run_bounded(args: &[&str], secs: u64) -> Output {
-    use std::time::{Duration, Instant};
+    use std::io::Read;
+    use wait_timeout::ChildExt;
     let mut child = bin()
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn kbxscope");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(secs) {
-            let _ = child.kill();
-            panic!("kbxscope {args:?} still running after {secs} s: a hang");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collect output")
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).expect("read a pipe");
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    let Some(status) = child.wait_timeout(std::time::Duration::from_secs(secs)).expect("wait") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("kbxscope {args:?} still running after {secs} s: a hang");
+    };
+    Output { status, stdout: stdout.join().expect("stdout"), stderr: stderr.join().expect("stderr") }
 }
 
 /// The blobs of a keybox file, split by their length fields.
