@@ -9,7 +9,9 @@
 # see any of it (tests/common: hermetic), so every test passes as on a
 # clean machine.
 #
-# Usage: .ci/hostile.sh [cargo test arguments…]
+# Usage: .ci/hostile.sh [COMMAND…]   (default: cargo test --release, the
+# README's test command; benches/first-minutes.sh runs both README
+# commands of a fresh clone in it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 user=$(mktemp -d /tmp/kbxscope-hostile-XXXXXX)
@@ -49,5 +51,6 @@ if [ -n "${KBXSCOPE_GNUPG24_CHROOT:-}" ]; then
   chroot "$KBXSCOPE_GNUPG24_CHROOT" gpgconf --homedir /tmp/hostile-gnupg --launch keyboxd
 fi
 echo "== the tests again, as a user with GnuPG running: $(HOME=$user gpgconf --homedir "$gnupg" --list-dirs agent-socket)"
+[ $# -gt 0 ] || set -- cargo test --release
 env HOME="$user" GNUPGHOME="$gnupg" LANG=de_DE.UTF-8 LANGUAGE=de TZ=Pacific/Chatham TMPDIR="$user/tmp" \
-    XDG_CACHE_HOME="$user/.cache" cargo test --release "$@"
+    XDG_CACHE_HOME="$user/.cache" "$@"
