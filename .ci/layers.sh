@@ -24,7 +24,8 @@ declare -A allowed=(
   [workload]="x509 openpgp lookup store keyboxd io events kbx telemetry timefmt gnupg_version"
   [generate]="kbx timefmt units"
   [record]="events units"
-  [doctor]="sweep workload x509 openpgp lookup store keyboxd io events kbx telemetry timefmt units gnupg_version"
+  [trustdb]=""
+  [doctor]="trustdb sweep workload x509 openpgp lookup store keyboxd io events kbx telemetry timefmt units gnupg_version"
   [sweep]="workload x509 openpgp lookup store keyboxd io events kbx telemetry generate timefmt units gnupg_version"
 )
 status=0

@@ -84,6 +84,7 @@ pub mod store;
 pub mod sweep;
 pub mod telemetry;
 pub mod timefmt;
+pub mod trustdb;
 pub mod units;
 pub mod workload;
 pub mod x509;

@@ -35,6 +35,7 @@ mod strace;
 mod sweep;
 mod telemetry;
 mod trace;
+mod trustdb;
 mod trustlist_forms;
 mod validation;
 mod x509_algorithms;
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         sweep::TESTS,
         telemetry::TESTS,
         trace::TESTS,
+        trustdb::TESTS,
         trustlist_forms::TESTS,
         validation::TESTS,
         x509_algorithms::TESTS,

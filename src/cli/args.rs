@@ -229,6 +229,27 @@ pub enum Command {
     /// Nothing of the home is changed. Exit status: 0 healthy, 1 findings.
     #[command(after_help = "More: docs/doctor.md in kbxscope's source.")]
     Doctor(DoctorArgs),
+    /// Read a GnuPG home's trust database (trustdb.gpg): its header (trust
+    /// model, marginals, completes, depth, when it was made and when gpg
+    /// checks it next by itself), its records, and the owner trusts as
+    /// `gpg --export-ownertrust` prints them (the output can be imported
+    /// with `gpg --import-ownertrust`). Damage is named with its record
+    /// number; exit status 1 then. Only read.
+    #[command(after_help = "More: docs/trustdb.md in kbxscope's source.")]
+    Trustdb(TrustdbArgs),
+}
+
+/// Arguments of `trustdb`.
+#[derive(Debug, Args)]
+pub struct TrustdbArgs {
+    /// A GnuPG home or a trust database file (default: $GNUPGHOME, else
+    /// ~/.gnupg).
+    #[arg(value_name = "HOME|FILE")]
+    pub path: Option<PathBuf>,
+    /// One JSON object: the header, record counts, every key with its
+    /// validities, the owner trusts and the damage.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `doctor`.

@@ -39,6 +39,7 @@ mod sigs;
 mod store;
 pub mod sweep;
 pub mod trace;
+mod trustdb;
 #[cfg(not(target_os = "linux"))]
 mod unavailable;
 #[cfg(not(target_os = "linux"))]
@@ -163,6 +164,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Sweep(job) => sweep::run(job),
         Job::Record(r) => record::run(r, o.summary, o.trace.as_ref()),
         Job::Doctor(d) => doctor::run(d),
+        Job::Trustdb(a) => trustdb::run(a, o.now),
     }
 }
 

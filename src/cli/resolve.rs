@@ -13,7 +13,7 @@ use clap::CommandFactory;
 
 use super::args::{
     Cli, Command, ConvertArgs, DeleteArgs, FindArgs, GenArgs, ImportArgs, KeyType, ListArgs, LookupArg, RecordArgs,
-    SummaryFormat, SweepArgs,
+    SummaryFormat, SweepArgs, TrustdbArgs,
 };
 use super::exporter::TelemetryOptions;
 use super::gnupg::Program;
@@ -152,6 +152,8 @@ pub enum Job {
     Record(RecordJob),
     /// `doctor`.
     Doctor(DoctorJob),
+    /// `trustdb`.
+    Trustdb(TrustdbArgs),
 }
 
 /// `sweep`, resolved.
@@ -240,6 +242,7 @@ impl Job {
             Job::Sweep(..) => "sweep",
             Job::Record(_) => "record",
             Job::Doctor(_) => "doctor",
+            Job::Trustdb(_) => "trustdb",
         }
     }
 }
@@ -286,6 +289,7 @@ pub fn resolve(cli: Cli, now: i64) -> Result<Options, clap::Error> {
             version: cli.gnupg_version_given.then_some(cli.gnupg_version),
             at: a.at.unwrap_or(now),
         }),
+        Command::Trustdb(a) => Job::Trustdb(a),
     };
     let version = cli.gnupg_version;
     let buffer_size = cli.kbx_buffer_size.unwrap_or(BufferSize::gnupg_default(version));

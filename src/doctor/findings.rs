@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::layout::{Permission, StoreUse};
 use super::locks::{own_file_owner, Lock};
-use super::{trustdb, Options, Trust};
+use super::{Options, Trust};
 use crate::gnupg_version::GnupgVersion;
 use crate::store::StoreError;
 
@@ -249,12 +249,14 @@ pub(super) fn unreadable_store(path: &Path, error: &str) -> Finding {
     )
 }
 
-/// The trust database that cannot be read.
-pub(super) fn damaged_trustdb(path: &Path, e: &trustdb::HeaderError) -> Finding {
+/// The trust database damaged: the first damage (of `count`), at `record`.
+pub(super) fn damaged_trustdb(path: &Path, record: u32, what: &str, count: usize) -> Finding {
+    let more =
+        if count > 1 { format!(" (and {} more: kbxscope trustdb lists them)", count - 1) } else { String::new() };
     finding(
         "damaged-trustdb",
-        format!("{}: {e}", path.display()),
-        json!({ "path": path, "record": 0, "error": e.to_string() }),
+        format!("{}: record {record}: {what}{more}", path.display()),
+        json!({ "path": path, "record": record, "error": what, "damage": count }),
     )
     .note("gpg --check-trustdb rebuilds what it can; a database gpg cannot read is best moved away and rebuilt")
 }

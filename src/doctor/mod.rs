@@ -8,7 +8,7 @@
 //!   behind, the buffer size, permissions, the daemons serving the home;
 //! * `locks`: every lock of the home judged (who wrote it, whether it
 //!   lives, whether it is stale);
-//! * `trustdb`: the trust database's schedule;
+//! * [`crate::trustdb`]: the trust database's schedule;
 //! * `changes` and `measure`: the fixes made to a copy and replayed;
 //! * [`crate::workload::health`]: the store weighed.
 //!
@@ -23,7 +23,6 @@ pub mod locks;
 pub mod measure;
 mod savings;
 mod store_findings;
-pub mod trustdb;
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +32,7 @@ use crate::gnupg_version::GnupgVersion;
 use crate::io::home::{self, Entry};
 use crate::io::{BufferSize, IoTally};
 use crate::store::Store;
+use crate::trustdb;
 use crate::workload::health::Health;
 use conf::Conf;
 use layout::{Buffer, Confs, Daemon, StoreUse};
@@ -348,15 +348,25 @@ fn weigh(gpg: &StoreUse, gpgsm: &StoreUse, found: &mut Vec<Finding>) -> (Option<
     (Some(store_findings::health_view(&s.path, &h)), Some(h))
 }
 
+/// The most of a trust database read whole (its damage looked for).
+const TRUSTDB_MAX_BYTES: u64 = 256 << 20;
+
 /// The trust model and the trust database's schedule.
 fn trust(o: &Options, confs: &Confs, entries: &[Entry], found: &mut Vec<Finding>) -> Trust {
     let path = o.home.join("trustdb.gpg");
     let header = entries.iter().find(|e| e.path == path && e.is_file()).and_then(|_| {
-        match home::read_head(&path, trustdb::RECORD_LEN as u64) {
-            Ok((bytes, _)) => match trustdb::parse(&bytes) {
-                Ok(h) => Some(h),
+        match home::read_head(&path, TRUSTDB_MAX_BYTES) {
+            // The header is read even from a database too large to read whole.
+            Ok((bytes, true)) => trustdb::parse_header(&bytes).ok(),
+            Ok((bytes, false)) => match trustdb::read(&bytes) {
+                Ok(db) => {
+                    if let Some(d) = db.damage.first() {
+                        found.push(findings::damaged_trustdb(&path, d.record, &d.what, db.damage.len()));
+                    }
+                    Some(db.header)
+                }
                 Err(e) => {
-                    found.push(findings::damaged_trustdb(&path, &e));
+                    found.push(findings::damaged_trustdb(&path, 0, &e.to_string(), 1));
                     None
                 }
             },

@@ -5,8 +5,7 @@
 //! the minimum certification level at 9, the creation time at 12–15 and
 //! the time of the next automatic check at 16–19 (big-endian; 0: none
 //! scheduled), the first free record at 28–31 and the trust hash table's
-//! record at 36–39. What gpg does with the rest is the trust database's
-//! own issue; `doctor` needs the schedule.
+//! record at 36–39.
 
 use serde::Serialize;
 
@@ -47,6 +46,10 @@ pub struct Header {
     pub created: u32,
     /// When gpg checks it next by itself, Unix seconds (0: not scheduled).
     pub next_check: u32,
+    /// The first record of the free list (0: none).
+    pub first_free: u32,
+    /// The first record of the trust hash table.
+    pub hash_table: u32,
 }
 
 /// Why a trust database's header cannot be read.
@@ -90,6 +93,8 @@ pub fn parse(bytes: &[u8]) -> Result<Header, HeaderError> {
         min_cert_level: r[9],
         created: be32(12),
         next_check: be32(16),
+        first_free: be32(28),
+        hash_table: be32(36),
     })
 }
 

@@ -1,0 +1,183 @@
+//! `kbxscope trustdb` against gpg's own view of its trust database: the
+//! owner trusts equal `gpg --export-ownertrust`'s lines, the header equals
+//! the `tru` record of `gpg --with-colons --list-keys`, the output imports
+//! back with `gpg --import-ownertrust`; damage is named with its record
+//! and the database is never changed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{cmd, fixture, stderr, stdout, stop_gnupg_daemons};
+
+crate::tests!(
+    owner_trusts_and_header_equal_gpgs needs ["gpg"],
+    the_output_imports_back_into_gpg needs ["gpg"],
+    damage_is_named_and_nothing_changes needs ["gpg"],
+);
+
+fn gpg(home: &Path, args: &[&str]) -> std::process::Output {
+    let o = Command::new("gpg")
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--yes"])
+        .args(args)
+        .output()
+        .expect("run gpg");
+    assert!(o.status.success(), "gpg {args:?}: {}", stderr(&o));
+    o
+}
+
+/// A home holding the mixed fixture's keys, owner trusts of every level
+/// imported (one key disabled), and the trust database checked: trust
+/// and validity records for the web of trust gpg computed.
+fn trusted_home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    std::fs::copy(fixture("gnupg-mixed.kbx"), home.join("pubring.kbx")).unwrap();
+    let listing = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
+    let fprs: Vec<&str> = listing
+        .lines()
+        .scan(false, |after_pub, l| {
+            let f: Vec<&str> = l.split(':').collect();
+            let out = (*after_pub && f[0] == "fpr").then(|| f[9]);
+            *after_pub = match f[0] {
+                "pub" => true,
+                "fpr" => false,
+                _ => *after_pub,
+            };
+            Some(out)
+        })
+        .flatten()
+        .collect();
+    assert!(fprs.len() >= 6, "{listing}");
+    let levels = [6, 5, 4, 3, 2, 6];
+    let text: String = fprs.iter().zip(levels).map(|(f, t)| format!("{f}:{t}:\n")).collect();
+    let file = dir.join("ownertrust.txt");
+    std::fs::write(&file, text).unwrap();
+    gpg(&home, &["--import-ownertrust", file.to_str().unwrap()]);
+    gpg(&home, &["--check-trustdb"]);
+    gpg(&home, &["--edit-key", fprs[2], "disable", "save"]);
+    stop_gnupg_daemons(&home);
+    home
+}
+
+/// The lines of an owner-trust export that are not comments.
+fn entries(text: &str) -> Vec<String> {
+    text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(String::from).collect()
+}
+
+fn owner_trusts_and_header_equal_gpgs() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = trusted_home(dir.path());
+    let theirs = entries(&stdout(&gpg(&home, &["--export-ownertrust"])));
+    let o = cmd().args(["trustdb", home.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(entries(&stdout(&o)), theirs);
+    assert!(theirs.iter().any(|l| l.ends_with(":132:")), "the disabled key's byte (4 | 128): {theirs:?}");
+    // The header against gpg's `tru` record, with the check pending and
+    // after gpg ran it.
+    header_equals_gpgs(&home);
+    gpg(&home, &["--check-trustdb"]);
+    let v = header_equals_gpgs(&home);
+    // Every key gpg keeps a record for, with its user ids' validities.
+    let keys = v["keys"].as_array().unwrap();
+    assert!(keys.len() >= 6);
+    assert!(keys.iter().any(|k| !k["validities"].as_array().unwrap().is_empty()), "{v:#}");
+    assert_eq!(v["damage"].as_array().unwrap().len(), 0);
+}
+
+/// kbxscope's header of HOME's database against the `tru` record of
+/// `gpg --with-colons --list-keys` (model, created, next check,
+/// marginals, completes, depth); kbxscope's JSON.
+fn header_equals_gpgs(home: &Path) -> serde_json::Value {
+    // gpg prints the record as it finds it, then runs the pending check:
+    // kbxscope reads the database before gpg's listing changes it.
+    let o = cmd().args(["trustdb", "--json", home.join("trustdb.gpg").to_str().unwrap()]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let listing = stdout(&gpg(home, &["--with-colons", "--list-keys"]));
+    let tru: Vec<&str> = listing.lines().find(|l| l.starts_with("tru:")).expect("a tru record").split(':').collect();
+    let h = &v["header"];
+    let model = match h["model"].as_str().unwrap() {
+        "classic" => "0",
+        "pgp" => "1",
+        other => panic!("model {other}"),
+    };
+    let ours = [model.to_string(), h["created"].to_string(), h["next_check"].to_string()]
+        .into_iter()
+        .chain(["marginals", "completes", "max_depth"].map(|k| h[k].to_string()));
+    let theirs: Vec<String> = tru[2..8].iter().map(|s| s.to_string()).collect();
+    assert_eq!(ours.collect::<Vec<_>>(), theirs, "{listing}");
+    v
+}
+
+fn the_output_imports_back_into_gpg() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = trusted_home(dir.path());
+    let o = cmd().args(["trustdb", home.to_str().unwrap()]).output().unwrap();
+    let export = dir.path().join("ours.txt");
+    std::fs::write(&export, &o.stdout).unwrap();
+    // A fresh home with the same keys takes our output as gpg's own export.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::copy(fixture("gnupg-mixed.kbx"), other.join("pubring.kbx")).unwrap();
+    gpg(&other, &["--import-ownertrust", export.to_str().unwrap()]);
+    let theirs = entries(&stdout(&gpg(&home, &["--export-ownertrust"])));
+    assert_eq!(entries(&stdout(&gpg(&other, &["--export-ownertrust"]))), theirs);
+    stop_gnupg_daemons(&other);
+}
+
+fn damage_is_named_and_nothing_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = trusted_home(dir.path());
+    let db = std::fs::read(home.join("trustdb.gpg")).unwrap();
+    let records = db.len() / 40;
+    // An unknown record type in the last record, and a partial record.
+    let mut bad = db.clone();
+    bad[(records - 1) * 40] = 99;
+    bad.extend_from_slice(&[0u8; 13]);
+    let path = dir.path().join("damaged.gpg");
+    std::fs::write(&path, &bad).unwrap();
+    let o = cmd().args(["trustdb", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let last = records - 1;
+    assert!(
+        err.contains(&format!("record {last} (byte offset {}): gpg cannot read it: unknown record type 99", last * 40)),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("record {records} (byte offset {}): a partial record of 13 bytes", records * 40)),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bad, "only read");
+    // doctor names the first damage `trustdb --json` lists, and counts it all.
+    #[cfg(target_os = "linux")]
+    {
+        let o = cmd().args(["trustdb", "--json", path.to_str().unwrap()]).output().unwrap();
+        let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let damage = listed["damage"].as_array().unwrap();
+        assert!(damage.iter().any(|d| d["record"].as_u64() == Some(last as u64)), "{listed:#}");
+        std::fs::write(home.join("trustdb.gpg"), &bad).unwrap();
+        let o = cmd().args(["doctor", "--quick", "--json", home.to_str().unwrap()]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let f = v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "damaged-trustdb").expect("a finding");
+        assert_eq!(f["evidence"]["record"], damage[0]["record"], "{f:#}");
+        assert_eq!(f["evidence"]["damage"].as_u64(), Some(damage.len() as u64), "{f:#}");
+    }
+    // Not a trust database: one line, exit 1.
+    std::fs::write(&path, b"not a trust database at all, forty bytes plus").unwrap();
+    let o = cmd().args(["trustdb", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("damaged.gpg: record 0 is not gpg's version record"), "{err}");
+    // A home without one.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = cmd().args(["trustdb", empty.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
