@@ -13,6 +13,7 @@ crate::tests!(
     owner_trusts_and_header_equal_gpgs needs ["gpg"],
     the_output_imports_back_into_gpg needs ["gpg"],
     damage_is_named_and_nothing_changes needs ["gpg"],
+    owner_trusts_and_header_equal_gnupg24s,
 );
 
 fn gpg(home: &Path, args: &[&str]) -> std::process::Output {
@@ -180,4 +181,66 @@ fn damage_is_named_and_nothing_changes() {
     let o = cmd().args(["trustdb", empty.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
+/// The same with gpg 2.4.7 from the Debian 13 chroot (when
+/// KBXSCOPE_GNUPG24_CHROOT names one): its database, its export, its
+/// `tru` record.
+fn owner_trusts_and_header_equal_gnupg24s() {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
+        eprintln!("SKIPPED owner_trusts_and_header_equal_gnupg24s: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return;
+    };
+    let inner = format!("/tmp/kbxscope-trustdb-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let _ = std::fs::remove_dir_all(&outer);
+    std::fs::create_dir_all(&outer).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&outer, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    std::fs::copy(fixture("gnupg-mixed.kbx"), outer.join("pubring.kbx")).unwrap();
+    let gpg24 = |args: &[&str]| {
+        let o = Command::new("chroot")
+            .arg(&chroot)
+            .args(["gpg", "--homedir", &inner, "--batch", "--yes"])
+            .args(args)
+            .output()
+            .expect("run chroot gpg");
+        assert!(o.status.success(), "gpg 2.4 {args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let listing = gpg24(&["--with-colons", "--list-keys"]);
+    let lines: Vec<&str> = listing.lines().collect();
+    // The primary keys' fingerprints: the fpr line after each pub line.
+    let fprs: Vec<String> = lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("pub:") && w[1].starts_with("fpr:"))
+        .map(|w| w[1].split(':').nth(9).unwrap().to_string())
+        .collect();
+    let text: String = fprs.iter().take(5).zip([6, 5, 4, 3, 2]).map(|(f, t)| format!("{f}:{t}:\n")).collect();
+    std::fs::write(outer.join("ownertrust.txt"), text).unwrap();
+    gpg24(&["--import-ownertrust", &format!("{inner}/ownertrust.txt")]);
+    gpg24(&["--check-trustdb"]);
+    let o = cmd().args(["trustdb", "--json", outer.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let theirs = entries(&gpg24(&["--export-ownertrust"]));
+    let ours: Vec<String> = v["ownertrust"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}:{}:", t["fingerprint"].as_str().unwrap(), t["ownertrust"]))
+        .collect();
+    assert_eq!(ours, theirs);
+    let listing = gpg24(&["--with-colons", "--list-keys"]);
+    let tru: Vec<&str> = listing.lines().find(|l| l.starts_with("tru:")).expect("a tru record").split(':').collect();
+    let h = &v["header"];
+    assert_eq!(h["model"], "pgp");
+    let ours: Vec<String> =
+        ["created", "next_check", "marginals", "completes", "max_depth"].iter().map(|k| h[k].to_string()).collect();
+    assert_eq!(ours, tru[3..8].iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{listing}");
+    let _ = Command::new("chroot").arg(&chroot).args(["gpgconf", "--homedir", &inner, "--kill", "all"]).output();
+    std::fs::remove_dir_all(&outer).unwrap();
 }
