@@ -28,6 +28,7 @@ bash .ci/hostile.sh env -u KBXSCOPE_GNUPG24_CHROOT bash -c '
   t1=$(date +%s.%N)
   cargo test --release > test.log 2>&1 || { grep -E "FAILED|panicked|test result" test.log; echo "tests failed" >&2; exit 1; }
   t2=$(date +%s.%N)
+  sed -n "/^list --with-validation/,\$p" sweep.log
   grep -E "^test result" test.log
   grep -A10 "^slowest tests" test.log || true
   grep -E "Finished" sweep.log test.log
