@@ -614,14 +614,10 @@ fn a_keyboxd_lock_with_gnupg24() {
 /// certificate into keyboxd (gpg and gpgsm then list as many), and doctor
 /// then finds the home on keyboxd with nothing more to move.
 fn moving_to_keyboxd_with_gnupg24() {
-    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
-        eprintln!("SKIPPED moving_to_keyboxd_with_gnupg24: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+    let Some((chroot, inner, outer)) = crate::common::gnupg24_dir("moving_to_keyboxd_with_gnupg24", "doctor-move")
+    else {
         return;
     };
-    let inner = format!("/tmp/kbxscope-doctor-move-{}", std::process::id());
-    let outer = chroot.join(inner.trim_start_matches('/'));
-    let _ = std::fs::remove_dir_all(&outer);
-    std::fs::create_dir_all(&outer).unwrap();
     let home = outer.join("home");
     std::fs::create_dir(&home).unwrap();
     set_mode(&home, 0o700);

@@ -187,14 +187,10 @@ fn damage_is_named_and_nothing_changes() {
 /// KBXSCOPE_GNUPG24_CHROOT names one): its database, its export, its
 /// `tru` record.
 fn owner_trusts_and_header_equal_gnupg24s() {
-    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
-        eprintln!("SKIPPED owner_trusts_and_header_equal_gnupg24s: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+    let Some((chroot, inner, outer)) = crate::common::gnupg24_dir("owner_trusts_and_header_equal_gnupg24s", "trustdb")
+    else {
         return;
     };
-    let inner = format!("/tmp/kbxscope-trustdb-{}", std::process::id());
-    let outer = chroot.join(inner.trim_start_matches('/'));
-    let _ = std::fs::remove_dir_all(&outer);
-    std::fs::create_dir_all(&outer).unwrap();
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

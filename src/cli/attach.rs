@@ -127,22 +127,67 @@ struct EventReader {
 
 /// Why the kernel event source cannot be used, in one line: what is
 /// missing and how to get it.
-pub fn unavailable(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut denied = false;
-    let mut at = Some(e);
-    while let Some(err) = at {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            denied |= io.kind() == std::io::ErrorKind::PermissionDenied
-                || matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES));
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// The kernel refused for want of privilege.
+    #[error(
+        "eBPF is not available: the kernel refused (it needs CAP_BPF and CAP_PERFMON, or root, and a kernel not locked down)"
+    )]
+    Denied {
+        /// What was refused.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The kernel refused for another reason (no BTF, an old kernel, …).
+    #[error("eBPF is not available: {source}")]
+    Kernel {
+        /// What was refused.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The committed object lacks a program or map kbxscope needs.
+    #[error("the BPF object has no {0}")]
+    Missing(String),
+    /// A map of the object is not what kbxscope expects of it.
+    #[error("BPF map {name}: {source}")]
+    Map {
+        /// The map.
+        name: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::maps::MapError,
+    },
+    /// A program of the object is not of the type kbxscope expects.
+    #[error("BPF program {name}: {source}")]
+    Program {
+        /// The program.
+        name: &'static str,
+        /// aya's error.
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+}
+
+impl AttachError {
+    /// The kernel's refusal `e`: [`AttachError::Denied`] when anything
+    /// in its chain is EPERM or EACCES.
+    fn kernel(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let mut denied = false;
+        let mut at: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = at {
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                denied |= io.kind() == std::io::ErrorKind::PermissionDenied
+                    || matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES));
+            }
+            at = err.source();
         }
-        at = err.source();
+        let source = Box::new(e);
+        if denied {
+            AttachError::Denied { source }
+        } else {
+            AttachError::Kernel { source }
+        }
     }
-    let why = if denied {
-        "the kernel refused (it needs CAP_BPF and CAP_PERFMON, or root, and a kernel not locked down)".to_string()
-    } else {
-        e.to_string()
-    };
-    format!("eBPF is not available: {why}")
 }
 
 /// Program `name` of the object, as the type it is, loaded into the
@@ -151,10 +196,10 @@ macro_rules! loaded {
     ($ebpf:expr, $name:expr, $ty:ty) => {{
         let program: &mut $ty = $ebpf
             .program_mut($name)
-            .ok_or_else(|| format!("no program {}", $name))?
+            .ok_or_else(|| AttachError::Missing(format!("program {}", $name)))?
             .try_into()
-            .map_err(|e: aya::programs::ProgramError| e.to_string())?;
-        program.load().map_err(|e| unavailable(&e))?;
+            .map_err(|source| AttachError::Program { name: $name, source })?;
+        program.load().map_err(AttachError::kernel)?;
         program
     }};
 }
@@ -165,19 +210,20 @@ impl Attached {
     /// are read from its ring buffer until [`Attached::finish`].
     ///
     /// # Errors
-    /// The kernel refuses the program or a map (one line: [`unavailable`]).
-    pub fn start(patterns: &[Pattern], trace_events: bool) -> Result<Attached, String> {
+    /// The kernel refuses the program or a map (one line: [`AttachError`]).
+    pub fn start(patterns: &[Pattern], trace_events: bool) -> Result<Attached, AttachError> {
         let trace = u32::from(trace_events);
         let mut ebpf = EbpfLoader::new()
             .override_global("trace_events", &trace, true)
             .map_max_entries("events", ring_bytes(trace_events))
             .load(OBJECT)
-            .map_err(|e| unavailable(&e))?;
+            .map_err(AttachError::kernel)?;
         {
-            let mut table: Array<_, [u8; PATTERN_SIZE]> =
-                Array::try_from(ebpf.map_mut("patterns").ok_or("no patterns map")?).map_err(|e| e.to_string())?;
+            let map = |source| AttachError::Map { name: "patterns", source };
+            let patterns_map = ebpf.map_mut("patterns").ok_or_else(|| AttachError::Missing("map patterns".into()))?;
+            let mut table: Array<_, [u8; PATTERN_SIZE]> = Array::try_from(patterns_map).map_err(map)?;
             for (i, p) in patterns.iter().take(PATTERNS).enumerate() {
-                table.set(i as u32, p.value(), 0).map_err(|e| e.to_string())?;
+                table.set(i as u32, p.value(), 0).map_err(map)?;
             }
         }
         let per_syscall = syscall_tracepoints();
@@ -186,18 +232,19 @@ impl Attached {
                 continue;
             }
             let program = loaded!(ebpf, name, RawTracePoint);
-            program.attach(tracepoint).map_err(|e| unavailable(&e))?;
+            program.attach(tracepoint).map_err(AttachError::kernel)?;
         }
         if per_syscall {
             for (name, phase) in [("tp_enter", "sys_enter_"), ("tp_exit", "sys_exit_")] {
                 let program = loaded!(ebpf, name, TracePoint);
                 for call in SYSCALLS {
-                    program.attach("syscalls", &format!("{phase}{call}")).map_err(|e| unavailable(&e))?;
+                    program.attach("syscalls", &format!("{phase}{call}")).map_err(AttachError::kernel)?;
                 }
             }
         }
         let events = if trace_events {
-            let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?).map_err(|e| e.to_string())?;
+            let events = ebpf.take_map("events").ok_or_else(|| AttachError::Missing("map events".into()))?;
+            let ring = RingBuf::try_from(events).map_err(|source| AttachError::Map { name: "events", source })?;
             Some(EventReader::start(ring))
         } else {
             None

@@ -50,11 +50,7 @@ fn installed_gpg() -> Option<(GnupgVersion, String)> {
 /// # Errors
 /// The home cannot be examined at all (one line); output that cannot be written.
 pub fn run(job: &DoctorJob) -> Result<ExitCode> {
-    let home = match &job.home {
-        Some(h) => h.clone(),
-        None => kbxscope::io::gnupg_home()
-            .ok_or_else(|| anyhow::anyhow!("no GnuPG home: GNUPGHOME is not set and there is no home directory"))?,
-    };
+    let home = super::store::gnupg_home(job.home.as_deref())?;
     let home = std::path::absolute(&home).unwrap_or(home);
     let default_home = std::env::var_os("HOME").is_some_and(|h| Path::new(&h).join(".gnupg") == home);
     let (version, version_from) = match (job.version, installed_gpg()) {

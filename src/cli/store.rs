@@ -3,9 +3,9 @@
 //! or the built-in keybox, generated into the cache directory the first
 //! time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use super::keybox;
 use kbxscope::io::IoTally;
@@ -32,4 +32,17 @@ pub fn open(file: Option<&Path>, tally: &IoTally) -> Result<Store> {
     }
     keybox::generate_builtin(&path)?;
     Ok(Store::open(&path, tally)?)
+}
+
+/// The GnuPG home a command examines: the one given, else GnuPG's own
+/// (`$GNUPGHOME`, else the system's).
+///
+/// # Errors
+/// None was given and there is no home directory.
+pub fn gnupg_home(given: Option<&Path>) -> Result<PathBuf> {
+    match given {
+        Some(h) => Ok(h.to_path_buf()),
+        None => kbxscope::io::gnupg_home()
+            .ok_or_else(|| anyhow!("no GnuPG home: GNUPGHOME is not set and there is no home directory")),
+    }
 }

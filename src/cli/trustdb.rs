@@ -19,11 +19,7 @@ const MAX_BYTES: u64 = 1 << 30;
 /// The database file: the one named, or `trustdb.gpg` in the home named
 /// (or GnuPG's home).
 fn database_path(given: Option<&Path>) -> Result<PathBuf> {
-    let path = match given {
-        Some(p) => p.to_path_buf(),
-        None => kbxscope::io::gnupg_home()
-            .ok_or_else(|| anyhow!("no GnuPG home: GNUPGHOME is not set and there is no home directory"))?,
-    };
+    let path = super::store::gnupg_home(given)?;
     let is_dir = kbxscope::io::home::look(&path).is_ok_and(|e| e.is_dir());
     Ok(if is_dir { path.join("trustdb.gpg") } else { path })
 }
@@ -62,7 +58,8 @@ pub fn run(a: &TrustdbArgs, now: i64) -> Result<ExitCode> {
         out.write_all(text(&path, &db, now).as_bytes())?;
     }
     for d in &db.damage {
-        eprintln!("kbxscope: {}: record {} (byte offset {}): {}", path.display(), d.record, d.record * 40, d.what);
+        let offset = u64::from(d.record) * trustdb::RECORD_LEN as u64;
+        eprintln!("kbxscope: {}: record {} (byte offset {offset}): {}", path.display(), d.record, d.what);
     }
     Ok(if db.damage.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

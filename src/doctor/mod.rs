@@ -361,7 +361,7 @@ fn trust(o: &Options, confs: &Confs, entries: &[Entry], found: &mut Vec<Finding>
             Ok((bytes, false)) => match trustdb::read(&bytes) {
                 Ok(db) => {
                     if let Some(d) = db.damage.first() {
-                        found.push(findings::damaged_trustdb(&path, d.record, &d.what, db.damage.len()));
+                        found.push(findings::damaged_trustdb(&path, d.record, &d.what.to_string(), db.damage.len()));
                     }
                     Some(db.header)
                 }

@@ -29,8 +29,92 @@ pub const HASH_TABLE_RECORDS: u32 = 256_u32.div_ceil(HASH_TABLE_ITEMS as u32);
 pub struct Damage {
     /// The record's number (its byte offset / 40).
     pub record: u32,
-    /// What is wrong, in words.
-    pub what: String,
+    /// What is wrong (in JSON: its words).
+    #[serde(serialize_with = "in_words")]
+    pub what: Problem,
+}
+
+/// What is wrong at a damaged record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// A record type gpg does not know: its sequential reads stop here.
+    #[error("gpg cannot read it: unknown record type {0}")]
+    UnknownType(u8),
+    /// A version record after record 0: gpg's sequential reads stop here.
+    #[error("gpg cannot read it: a version record after record 0")]
+    StrayVersion,
+    /// The file ends inside a record.
+    #[error("a partial record of {0} bytes at the end of the file")]
+    Partial(usize),
+    /// A key's validity list comes back to a record it passed.
+    #[error("its validity list loops back to record {0}")]
+    ValidListLoops(u32),
+    /// A key's validity list leads to a record of another type.
+    #[error("its validity list leads to record {at}, a {kind} record")]
+    ValidListLeadsTo {
+        /// The record it leads to.
+        at: u32,
+        /// That record's type.
+        kind: &'static str,
+    },
+    /// A key's validity list leads outside the file or to an unreadable record.
+    #[error("its validity list leads to record {0}, outside the file or unreadable")]
+    ValidListLeadsOut(u32),
+    /// The free list comes back to a record it passed.
+    #[error("the free list loops back to record {0}")]
+    FreeListLoops(u32),
+    /// The free list leads to a record that is not free.
+    #[error("the free list leads to record {0}, not a free one")]
+    FreeListLeadsTo(u32),
+    /// The hash table does not span its records.
+    #[error("the trust hash table from record {table} should span record {at}; it does not")]
+    ShortTable {
+        /// The table's first record.
+        table: u32,
+        /// The record that is not part of it.
+        at: u32,
+    },
+    /// The hash table does not lead to this key.
+    #[error("gpg's hash table does not lead to this key ({0}): gpg does not find it")]
+    NotInTable(String),
+    /// A table the walk reached has no table record where the slot is.
+    #[error("the hash table at record {table} has no table record at {at}")]
+    NoTableRecord {
+        /// The table.
+        table: u32,
+        /// Where its slot's record should be.
+        at: u32,
+    },
+    /// A slot leads to a record that is no key, list or table.
+    #[error("hash table slot {slot} at level {level} leads to record {at}, not a key")]
+    SlotLeadsTo {
+        /// The slot (a fingerprint byte).
+        slot: u8,
+        /// The fingerprint byte's index.
+        level: usize,
+        /// The record.
+        at: u32,
+    },
+    /// Tables within tables deeper than a fingerprint is long.
+    #[error("the hash table's indirections go deeper than a fingerprint's 20 bytes")]
+    TooDeep,
+    /// The key's hash list comes back to a record it passed.
+    #[error("the hash list it is in loops back to record {0}")]
+    HashListLoops(u32),
+    /// The key's hash list leads to a record that is no hash list.
+    #[error("its hash list leads to record {0}, not a hash list")]
+    HashListLeadsTo(u32),
+}
+
+impl Problem {
+    /// Whether gpg's sequential reads (its export) stop at this record.
+    fn stops_reading(&self) -> bool {
+        matches!(self, Problem::UnknownType(_) | Problem::StrayVersion)
+    }
+}
+
+fn in_words<S: serde::Serializer>(p: &Problem, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(p)
 }
 
 /// A key of the database, with its user ids' validities.
@@ -67,7 +151,7 @@ impl TrustDb {
     /// records in order and stops at the first it cannot read: so does
     /// this.
     pub fn ownertrust(&self) -> Vec<([u8; 20], u8)> {
-        let stop = self.damage.iter().filter(|d| d.what.starts_with(UNREADABLE)).map(|d| d.record).min();
+        let stop = self.damage.iter().filter(|d| d.what.stops_reading()).map(|d| d.record).min();
         self.keys
             .iter()
             .filter(|k| stop.is_none_or(|s| k.record < s))
@@ -76,9 +160,6 @@ impl TrustDb {
             .collect()
     }
 }
-
-/// The start of the words of damage that stops gpg's sequential reads.
-const UNREADABLE: &str = "gpg cannot read it";
 
 /// Read a trust database from its bytes.
 ///
@@ -90,10 +171,7 @@ pub fn read(bytes: &[u8]) -> Result<TrustDb, HeaderError> {
     let whole = bytes.len() / RECORD_LEN;
     let count = u32::try_from(whole).unwrap_or(u32::MAX);
     if !bytes.len().is_multiple_of(RECORD_LEN) {
-        damage.push(Damage {
-            record: count,
-            what: format!("a partial record of {} bytes at the end of the file", bytes.len() % RECORD_LEN),
-        });
+        damage.push(Damage { record: count, what: Problem::Partial(bytes.len() % RECORD_LEN) });
     }
     let mut records = Vec::with_capacity(whole);
     for (n, chunk) in bytes.chunks_exact(RECORD_LEN).enumerate() {
@@ -101,12 +179,12 @@ pub fn read(bytes: &[u8]) -> Result<TrustDb, HeaderError> {
         let n = n as u32;
         match record::parse(r) {
             Ok(Record::Version) if n != 0 => {
-                damage.push(Damage { record: n, what: format!("{UNREADABLE}: a version record after record 0") });
+                damage.push(Damage { record: n, what: Problem::StrayVersion });
                 records.push(None);
             }
             Ok(rec) => records.push(Some(rec)),
             Err(t) => {
-                damage.push(Damage { record: n, what: format!("{UNREADABLE}: unknown record type {t}") });
+                damage.push(Damage { record: n, what: Problem::UnknownType(t) });
                 records.push(None);
             }
         }
@@ -140,50 +218,40 @@ impl Records<'_> {
         self.0.get(n as usize).and_then(Option::as_ref)
     }
 
-    /// The validity records of the key at record `key`, from `first`.
+    /// The validity records of the key at record `key`, from `next`.
     fn valid_list(&self, key: u32, mut next: u32, damage: &mut Vec<Damage>) -> Vec<Valid> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         while next != 0 {
-            if !seen.insert(next) {
-                damage.push(Damage { record: key, what: format!("its validity list loops back to record {next}") });
-                break;
-            }
-            match self.get(next) {
-                Some(Record::Valid(v)) => {
-                    out.push(v.clone());
-                    next = v.next;
+            let what = if !seen.insert(next) {
+                Problem::ValidListLoops(next)
+            } else {
+                match self.get(next) {
+                    Some(Record::Valid(v)) => {
+                        out.push(v.clone());
+                        next = v.next;
+                        continue;
+                    }
+                    Some(r) => Problem::ValidListLeadsTo { at: next, kind: r.name() },
+                    None => Problem::ValidListLeadsOut(next),
                 }
-                other => {
-                    let what = match other {
-                        Some(r) => format!("its validity list leads to record {next}, a {} record", r.name()),
-                        None => format!("its validity list leads to record {next}, outside the file or unreadable"),
-                    };
-                    damage.push(Damage { record: key, what });
-                    break;
-                }
-            }
+            };
+            damage.push(Damage { record: key, what });
+            break;
         }
         out
     }
 
-    /// The free list from `first`: free records only, no loop.
+    /// The free list from `next`: free records only, no loop.
     fn check_free_list(&self, mut next: u32, damage: &mut Vec<Damage>) {
         let mut seen = HashSet::new();
         while next != 0 {
             if !seen.insert(next) {
-                damage.push(Damage { record: 0, what: format!("the free list loops back to record {next}") });
-                return;
+                return damage.push(Damage { record: 0, what: Problem::FreeListLoops(next) });
             }
             match self.get(next) {
                 Some(Record::Free { next: n }) => next = *n,
-                _ => {
-                    damage.push(Damage {
-                        record: 0,
-                        what: format!("the free list leads to record {next}, not a free one"),
-                    });
-                    return;
-                }
+                _ => return damage.push(Damage { record: 0, what: Problem::FreeListLeadsTo(next) }),
             }
         }
     }
@@ -194,12 +262,9 @@ impl Records<'_> {
         if keys.is_empty() && table == 0 {
             return;
         }
-        for n in table..table.saturating_add(HASH_TABLE_RECORDS) {
-            if !matches!(self.get(n), Some(Record::HashTable(_))) {
-                let what = format!("the trust hash table from record {table} should span record {n}; it does not");
-                damage.push(Damage { record: n, what });
-                return;
-            }
+        let span = table..table.saturating_add(HASH_TABLE_RECORDS);
+        if let Some(at) = span.clone().find(|n| !matches!(self.get(*n), Some(Record::HashTable(_)))) {
+            return damage.push(Damage { record: at, what: Problem::ShortTable { table, at } });
         }
         for k in keys {
             if let Err(what) = self.find(table, &k.trust.fingerprint, k.record) {
@@ -210,43 +275,43 @@ impl Records<'_> {
 
     /// Walk from the table at `table` to the trust record of `fpr` as gpg
     /// does; `Ok` when it reaches record `want`.
-    fn find(&self, mut table: u32, fpr: &[u8; 20], want: u32) -> Result<(), String> {
-        let hex = kbx_format::dump::hex_upper(fpr);
-        let missing = || format!("gpg's hash table does not lead to this key ({hex}): gpg does not find it");
-        for level in 0..fpr.len() {
-            let slot = fpr[level] as u32;
-            let at = table + slot / HASH_TABLE_ITEMS as u32;
+    fn find(&self, mut table: u32, fpr: &[u8; 20], want: u32) -> Result<(), Problem> {
+        let missing = || Problem::NotInTable(kbx_format::dump::hex_upper(fpr));
+        for (level, &slot) in fpr.iter().enumerate() {
+            let at = table + u32::from(slot) / HASH_TABLE_ITEMS as u32;
             let Some(Record::HashTable(items)) = self.get(at) else {
-                return Err(format!("the hash table at record {table} has no table record at {at}"));
+                return Err(Problem::NoTableRecord { table, at });
             };
-            let item = items[slot as usize % HASH_TABLE_ITEMS];
+            let item = items[usize::from(slot) % HASH_TABLE_ITEMS];
             match self.get(item) {
                 _ if item == 0 => return Err(missing()),
                 Some(Record::Trust(t)) if item == want && t.fingerprint == *fpr => return Ok(()),
                 Some(Record::Trust(_)) => return Err(missing()),
                 Some(Record::HashTable(_)) => table = item,
-                Some(Record::HashList { .. }) => return self.find_in_list(item, want, missing),
-                _ => return Err(format!("hash table slot {slot} at level {level} leads to record {item}, not a key")),
+                Some(Record::HashList { .. }) => return self.find_in_list(item, want).ok_or_else(missing)?,
+                _ => return Err(Problem::SlotLeadsTo { slot, level, at: item }),
             }
         }
-        Err("the hash table's indirections go deeper than a fingerprint's 20 bytes".into())
+        Err(Problem::TooDeep)
     }
 
-    fn find_in_list(&self, mut next: u32, want: u32, missing: impl Fn() -> String) -> Result<(), String> {
+    /// Whether the hash list from `next` holds record `want`: `None` when
+    /// it does not, `Some(Err)` when the list is damaged.
+    fn find_in_list(&self, mut next: u32, want: u32) -> Option<Result<(), Problem>> {
         let mut seen = HashSet::new();
         while next != 0 {
             if !seen.insert(next) {
-                return Err(format!("the hash list it is in loops back to record {next}"));
+                return Some(Err(Problem::HashListLoops(next)));
             }
             let Some(Record::HashList { next: n, items }) = self.get(next) else {
-                return Err(format!("its hash list leads to record {next}, not a hash list"));
+                return Some(Err(Problem::HashListLeadsTo(next)));
             };
             if items.contains(&want) {
-                return Ok(());
+                return Some(Ok(()));
             }
             next = *n;
         }
-        Err(missing())
+        None
     }
 }
 

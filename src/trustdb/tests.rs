@@ -55,7 +55,7 @@ fn damage_is_named_with_its_record() {
     bytes.extend_from_slice(&odd);
     bytes.extend_from_slice(&[0u8; 7]);
     let t = read(&bytes).unwrap();
-    let said: Vec<(u32, &str)> = t.damage.iter().map(|d| (d.record, d.what.as_str())).collect();
+    let said: Vec<(u32, String)> = t.damage.iter().map(|d| (d.record, d.what.to_string())).collect();
     assert!(said.iter().any(|(r, w)| *r == key as u32 && w.contains("loops back")), "{said:?}");
     assert!(said.iter().any(|(r, w)| *r == key as u32 + 2 && w.contains("does not find it")), "{said:?}");
     assert!(said.iter().any(|(r, w)| *r == key as u32 + 4 && w.contains("unknown record type 99")), "{said:?}");

@@ -287,15 +287,15 @@ pub fn run_bounded(args: &[&str], secs: u64) -> Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn kbxscope");
-    let drain = |mut pipe: Box<dyn Read + Send>| {
+    fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
             pipe.read_to_end(&mut bytes).expect("read a pipe");
             bytes
         })
-    };
-    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
-    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    }
+    let stdout = drain(child.stdout.take().expect("stdout"));
+    let stderr = drain(child.stderr.take().expect("stderr"));
     let Some(status) = child.wait_timeout(std::time::Duration::from_secs(secs)).expect("wait") else {
         let _ = child.kill();
         let _ = child.wait();
@@ -402,11 +402,7 @@ pub fn stop_gnupg_daemons(home: &Path) {
 
 /// A `tiny` keybox made by `gen` (and its trustlist) in a fresh directory.
 pub fn gen_tiny() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let kbx = dir.path().join("tiny.kbx");
-    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    (dir, kbx)
+    gen_into("tiny.kbx", &["--preset", "tiny"])
 }
 
 /// A keybox of three OpenPGP keys that certify each other and five
@@ -415,11 +411,32 @@ pub fn gen_tiny() -> (tempfile::TempDir, PathBuf) {
 /// (unbuffered, GnuPG's lookups), which take minutes under strace on a
 /// larger keybox.
 pub fn gen_few() -> (tempfile::TempDir, PathBuf) {
+    gen_into("few.kbx", &["--preset", "tiny", "--openpgp", "3", "--x509", "5"])
+}
+
+/// `gen NAME ARGS…` in a fresh directory.
+fn gen_into(name: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let kbx = dir.path().join("few.kbx");
-    let o = run(["gen", kbx.to_str().unwrap(), "--preset", "tiny", "--openpgp", "3", "--x509", "5"]);
+    let kbx = dir.path().join(name);
+    let o = run([&["gen", kbx.to_str().unwrap()], args].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     (dir, kbx)
+}
+
+/// A fresh directory inside the GnuPG 2.4.7 chroot that
+/// `KBXSCOPE_GNUPG24_CHROOT` names, for an optional test: `(chroot, the
+/// directory as seen inside it, as seen from here)`. `None`, with a
+/// SKIPPED line naming `test`, when the variable is not set.
+pub fn gnupg24_dir(test: &str, stem: &str) -> Option<(PathBuf, String, PathBuf)> {
+    let Some(chroot) = std::env::var_os("KBXSCOPE_GNUPG24_CHROOT").map(PathBuf::from) else {
+        eprintln!("SKIPPED {test}: KBXSCOPE_GNUPG24_CHROOT is not set (optional)");
+        return None;
+    };
+    let inner = format!("/tmp/kbxscope-{stem}-{}", std::process::id());
+    let outer = chroot.join(inner.trim_start_matches('/'));
+    let _ = std::fs::remove_dir_all(&outer);
+    std::fs::create_dir_all(&outer).unwrap();
+    Some((chroot, inner, outer))
 }
 
 /// A free TCP port on loopback (for servers a test starts).
