@@ -356,12 +356,12 @@ mod tests {
 
     #[test]
     fn table_snapshots() {
-        insta::assert_snapshot!("seed", table(&sweep(true, false, true), NARROW));
-        insta::assert_snapshot!("seed_gpgsm", table(&sweep(true, true, true), NARROW));
-        insta::assert_snapshot!("plain_ms", table(&sweep(false, false, false), NARROW));
-        insta::assert_snapshot!("wide", table(&sweep(true, true, true), WIDE));
-        insta::assert_snapshot!("program", table(&program_sweep(), NARROW));
-        insta::assert_snapshot!("program_wide", table(&program_sweep(), WIDE));
+        assert_expected!("seed", table(&sweep(true, false, true), NARROW));
+        assert_expected!("seed_gpgsm", table(&sweep(true, true, true), NARROW));
+        assert_expected!("plain_ms", table(&sweep(false, false, false), NARROW));
+        assert_expected!("wide", table(&sweep(true, true, true), WIDE));
+        assert_expected!("program", table(&program_sweep(), NARROW));
+        assert_expected!("program_wide", table(&program_sweep(), WIDE));
     }
 
     /// `--versus-keyboxd`: the keybox's table, a blank line, the
