@@ -215,7 +215,7 @@ fn io_summary_counts_a_sequential_pass() {
 fn text_listing_looks_like_gnupg() {
     let o = run(["list", fixture("gnupg-mixed.kbx").to_str().unwrap()]);
     let text = stdout(&o);
-    assert!(text.contains("pub   ed25519 2026-11-30 [SC]\n      26A969FE5E2EAB2E5552D6C33259459D85592A97\nuid           Dieter Núñez <greta.weiss10008@bar.example>\n"));
+    assert!(text.contains("pub   ed25519 2026-11-30 [SC]\n      26A969FE5E2EAB2E5552D6C33259459D85592A97\nuid           [ unknown] Dieter Núñez <greta.weiss10008@bar.example>\n"));
     assert!(text.contains("           ID: 0x4969C897\n          S/N: 75566A8CA8F500DC7AF753816111B6F111BE34BE\n"));
     assert!(text.contains("  fingerprint: 98:BC:D9:D9:6A:D2:06:EB:81:1A:46:7D:5A:41:F0:85:49:69:C8:97\n"));
 }

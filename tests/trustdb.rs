@@ -13,6 +13,7 @@ crate::tests!(
     owner_trusts_and_header_equal_gpgs needs ["gpg"],
     the_output_imports_back_into_gpg needs ["gpg"],
     damage_is_named_and_nothing_changes needs ["gpg"],
+    listings_show_gpgs_validity_in_each_trust_model needs ["gpg"],
     owner_trusts_and_header_equal_gnupg24s,
 );
 
@@ -63,6 +64,113 @@ fn trusted_home(dir: &Path) -> PathBuf {
     gpg(&home, &["--edit-key", fprs[2], "disable", "save"]);
     stop_gnupg_daemons(&home);
     home
+}
+
+/// A copy of HOME's keybox and trust database at DIR/NAME.
+fn copy_home(home: &Path, dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir(&to).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    for f in ["pubring.kbx", "trustdb.gpg"] {
+        std::fs::copy(home.join(f), to.join(f)).unwrap();
+    }
+    to
+}
+
+/// Per key (fingerprint): field 2 of its `pub` record and of each `uid`
+/// record, from gpg's colon listing.
+fn colon_validities(listing: &str) -> Vec<(String, String, Vec<String>)> {
+    let mut out: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut pending: Option<String> = None;
+    for l in listing.lines() {
+        let f: Vec<&str> = l.split(':').collect();
+        match f[0] {
+            "pub" => pending = Some(f[1].to_string()),
+            "fpr" => {
+                if let Some(v) = pending.take() {
+                    out.push((f[9].to_string(), v, Vec::new()));
+                }
+            }
+            "uid" => out.last_mut().unwrap().2.push(f[1].to_string()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The validity column of kbxscope's listings equals gpg 2.2's in each
+/// trust model gpg users run: `list` against `gpg -k` line for line (the
+/// column included), `--json`'s validities against the colon listing's
+/// field 2 of every key and user id, and `--with-sigs` / `--check-sigs`
+/// against `gpg --list-sigs` / `--check-sigs` in the pgp model. The home:
+/// owner trusts of every level, one key disabled, the database checked.
+fn listings_show_gpgs_validity_in_each_trust_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = trusted_home(dir.path());
+    let mut seen = std::collections::BTreeSet::new();
+    for model in ["pgp", "classic", "direct", "always"] {
+        // A copy each: gpg rewrites the database for another model.
+        let h = copy_home(&home, dir.path(), model);
+        let keybox = h.join("pubring.kbx");
+        // gpg prints user ids in the locale's charset unless told.
+        let theirs = stdout(&gpg(&h, &["--display-charset", "utf-8", "--trust-model", model, "--list-keys"]));
+        let colons = stdout(&gpg(&h, &["--trust-model", model, "--with-colons", "--list-keys"]));
+        stop_gnupg_daemons(&h);
+        let list = |extra: &[&str]| {
+            let o = cmd()
+                .args(["--gnupg-version", "2.2", "list", "--type", "openpgp", "--trust-model", model])
+                .args(extra)
+                .arg(&keybox)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            stdout(&o)
+        };
+        let ours = list(&[]);
+        assert_eq!(ours, theirs, "trust model {model}");
+        let want = colon_validities(&colons);
+        let got: Vec<(String, String, Vec<String>)> = list(&["--json"])
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let letter = |x: &serde_json::Value| letter(x.as_str().unwrap()).to_string();
+                let uids = v["user_id_validity"].as_array().unwrap().iter().map(letter).collect();
+                (v["fingerprint"].as_str().unwrap().to_string(), letter(&v["validity"]), uids)
+            })
+            .collect();
+        assert_eq!(got, want, "trust model {model}");
+        seen.extend(want.iter().flat_map(|(_, k, u)| std::iter::once(k.clone()).chain(u.iter().cloned())));
+        if model == "pgp" {
+            for (ours, theirs) in [("--with-sigs", "--list-sigs"), ("--check-sigs", "--check-sigs")] {
+                let want = stdout(&gpg(&h, &["--display-charset", "utf-8", theirs]));
+                let o = cmd().args(["--gnupg-version", "2.2", "list", ours]).arg(&keybox).output().unwrap();
+                assert!(o.status.success(), "{}", stderr(&o));
+                assert_eq!(stdout(&o), want.lines().skip(2).map(|l| format!("{l}\n")).collect::<String>(), "{ours}");
+            }
+            stop_gnupg_daemons(&h);
+        }
+    }
+    // The home shows more than one value, or the comparison says little.
+    assert!(seen.len() >= 4, "validities seen: {seen:?}");
+}
+
+/// gpg's colon letter of a validity word of kbxscope's JSON.
+fn letter(word: &str) -> char {
+    match word {
+        "unknown" => '-',
+        "expired" => 'e',
+        "undefined" => 'q',
+        "never" => 'n',
+        "marginal" => 'm',
+        "full" => 'f',
+        "ultimate" => 'u',
+        "revoked" => 'r',
+        other => panic!("validity {other}"),
+    }
 }
 
 /// The lines of an owner-trust export that are not comments.
@@ -185,7 +293,7 @@ fn damage_is_named_and_nothing_changes() {
 
 /// The same with gpg 2.4.7 from the Debian 13 chroot (when
 /// KBXSCOPE_GNUPG24_CHROOT names one): its database, its export, its
-/// `tru` record.
+/// `tru` record, and its listing's validity column (pgp and direct).
 fn owner_trusts_and_header_equal_gnupg24s() {
     let Some((chroot, inner, outer)) = crate::common::gnupg24_dir("owner_trusts_and_header_equal_gnupg24s", "trustdb")
     else {
@@ -237,6 +345,19 @@ fn owner_trusts_and_header_equal_gnupg24s() {
     let ours: Vec<String> =
         ["created", "next_check", "marginals", "completes", "max_depth"].iter().map(|k| h[k].to_string()).collect();
     assert_eq!(ours, tru[3..8].iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{listing}");
+    // The validity column of gpg 2.4's listing, the title aside (gpg names
+    // the keybox by its path inside the chroot).
+    for model in ["pgp", "direct"] {
+        let theirs = gpg24(&["--display-charset", "utf-8", "--trust-model", model, "--list-keys"]);
+        let o = cmd()
+            .args(["--gnupg-version", "2.4", "list", "--type", "openpgp", "--trust-model", model])
+            .arg(outer.join("pubring.kbx"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let body = |t: &str| t.lines().skip(2).map(|l| format!("{l}\n")).collect::<String>();
+        assert_eq!(body(&stdout(&o)), body(&theirs), "gpg 2.4.7, trust model {model}");
+    }
     let _ = Command::new("chroot").arg(&chroot).args(["gpgconf", "--homedir", &inner, "--kill", "all"]).output();
     std::fs::remove_dir_all(&outer).unwrap();
 }

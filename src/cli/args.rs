@@ -488,6 +488,25 @@ pub struct ListArgs {
     /// scan = one rescan per lookup, index = one forward pass, then memory.
     #[arg(long, value_enum)]
     pub lookup: Option<LookupArg>,
+    #[command(flatten)]
+    pub trust: TrustArgs,
+}
+
+/// Where the user ids' validity column of OpenPGP listings comes from:
+/// gpg's trust database, read under a trust model.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TrustArgs {
+    /// The trust model of the validity column, as gpg's --trust-model: pgp,
+    /// classic, direct, always or auto (tofu and tofu+pgp are named, not
+    /// computed). Default: gpg.conf's trust-model in the store's GnuPG home,
+    /// else auto (the trust database's model).
+    #[arg(long, value_name = "MODEL", value_parser = ["pgp", "classic", "direct", "always", "tofu", "tofu+pgp", "auto"])]
+    pub trust_model: Option<String>,
+    /// gpg's trust database. Default: trustdb.gpg in the store's GnuPG home
+    /// (beside pubring.kbx); where there is none, every user id is
+    /// `unknown`, as gpg shows it.
+    #[arg(long, value_name = "FILE")]
+    pub trustdb: Option<PathBuf>,
 }
 
 /// `--lookup` of `list --with-validation`.

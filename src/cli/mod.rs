@@ -42,6 +42,7 @@ pub mod trace;
 mod trustdb;
 #[cfg(not(target_os = "linux"))]
 mod unavailable;
+mod validity;
 #[cfg(not(target_os = "linux"))]
 use unavailable::{doctor, preloaded, record};
 
@@ -146,13 +147,13 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
     match &o.job {
         Job::Stats { store, json } => read::stats(store.as_deref(), *json, tally),
         Job::Dump { store } => read::dump(store.as_deref(), tally),
-        Job::List { store, filter, at, json } => read::list(store.as_deref(), *filter, *json, *at, tally),
+        Job::List { store, filter, at, json, trust } => read::list(store.as_deref(), *filter, *json, *at, trust, tally),
         Job::Validate { store, lookup, trustlist, at, json } => {
             read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, o.version, tally)
         }
-        Job::Sigs { store, mode, lookup, at, json } => {
+        Job::Sigs { store, mode, lookup, at, trust, json } => {
             let judge = Judge { version: o.version, now: *at };
-            sigs::list(store.as_deref(), *mode, *lookup, judge, *json, tally)
+            sigs::list(store.as_deref(), *mode, *lookup, judge, *json, trust, tally)
         }
         Job::Find { store, patterns, texts, all, json } => {
             read::find(store.as_deref(), patterns, texts, (*all, *json), o.now, tally)

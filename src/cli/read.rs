@@ -8,14 +8,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use super::args::TrustArgs;
 use super::report::{report, reported, say};
-use super::{keybox, render, store};
+use super::{keybox, render, store, validity};
 use kbxscope::gnupg_version::GnupgVersion;
 use kbxscope::io::IoTally;
 use kbxscope::kbx::search::Pattern;
 use kbxscope::lookup::Strategy;
+use kbxscope::trustdb::Validities;
 use kbxscope::workload::stats::StoreStats;
-use kbxscope::workload::{self, ListOutcome, Listed, Places, Ran, TypeFilter};
+use kbxscope::workload::{self, KeyDetails, ListOutcome, Listed, Places, Ran, TypeFilter};
 
 /// `stats`.
 pub(super) fn stats(file: Option<&Path>, json: bool, tally: &IoTally) -> Result<ExitCode> {
@@ -84,6 +86,8 @@ struct ListingPrinter<W: Write> {
     /// The time keys' expiry is judged at.
     now: i64,
     header: Option<String>,
+    /// The user ids' validity column, where computed.
+    validity: Option<Validities>,
     error: Option<io::Error>,
 }
 
@@ -91,7 +95,13 @@ impl<W: Write> ListingPrinter<W> {
     fn new(out: W, json: bool, path: &Path, now: i64) -> Self {
         let title = path.display().to_string();
         let header = (!json).then(|| format!("{title}\n{}\n", "-".repeat(title.chars().count())));
-        Self { out, json, now, header, error: None }
+        Self { out, json, now, header, validity: None, error: None }
+    }
+
+    /// With the user ids' validity column.
+    fn with_validity(mut self, validity: Validities) -> Self {
+        self.validity = Some(validity);
+        self
     }
 
     fn print(&mut self, l: &Listed) {
@@ -103,10 +113,13 @@ impl<W: Write> ListingPrinter<W> {
                 self.out.write_all(h.as_bytes())?;
             }
             if self.json {
-                serde_json::to_writer(&mut self.out, l)?;
+                match json_with_validity(l, self.validity.as_ref(), self.now) {
+                    Some(v) => serde_json::to_writer(&mut self.out, &v)?,
+                    None => serde_json::to_writer(&mut self.out, l)?,
+                }
                 writeln!(self.out)
             } else {
-                writeln!(self.out, "{}", render::listing(l, self.now))
+                writeln!(self.out, "{}", render::listing(l, self.now, self.validity.as_ref()))
             }
         })();
         self.error = res.err();
@@ -120,6 +133,15 @@ impl<W: Write> ListingPrinter<W> {
     }
 }
 
+/// An OpenPGP key's JSON object with its validities
+/// ([`render::add_validity`]); `None` where there are none to add.
+fn json_with_validity(l: &Listed, validity: Option<&Validities>, now: i64) -> Option<serde_json::Value> {
+    let (KeyDetails::Openpgp(k), Some(v)) = (&l.key, validity) else { return None };
+    let mut value = serde_json::to_value(l).ok()?;
+    render::add_validity(&mut value, k, v, now);
+    Some(value)
+}
+
 /// Report the problems of a pass (and of the database rows it could not
 /// take); `Ok` if there were none.
 fn conclude(path: &Path, ran: &Ran<ListOutcome>) -> Result<()> {
@@ -128,11 +150,21 @@ fn conclude(path: &Path, ran: &Ran<ListOutcome>) -> Result<()> {
     reported(path, rows.chain(pass).collect())
 }
 
-/// `list`, judging expiry at `now`.
-pub(super) fn list(file: Option<&Path>, filter: TypeFilter, json: bool, now: i64, tally: &IoTally) -> Result<ExitCode> {
+/// `list`, judging expiry at `now`, the validity column from `trust`.
+pub(super) fn list(
+    file: Option<&Path>,
+    filter: TypeFilter,
+    json: bool,
+    now: i64,
+    trust: &TrustArgs,
+    tally: &IoTally,
+) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path, now);
+    if filter != TypeFilter::X509 {
+        printer = printer.with_validity(validity::for_store(&path, store.kind(), trust, now)?);
+    }
     let ran = workload::list::run(&store, filter, |l| printer.print(&l))?;
     drop(store);
     printer.finish()?;

@@ -5,15 +5,17 @@ use std::fmt::Write as _;
 use kbxscope::events::FileStats;
 use kbxscope::events::{FileOp, IoStats};
 use kbxscope::io::BufferSize;
-use kbxscope::openpgp::KeyLife;
+use kbxscope::openpgp::{attribute_name, KeyLife, OpenPgpKey};
 use kbxscope::timefmt::rfc3339;
+use kbxscope::trustdb::{name_hash, KeyState, Validities};
 use kbxscope::workload::{KeyDetails, Listed};
 
 /// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it,
 /// keys' expiry judged at `now`: `gpg -k` notes `[expires: …]` or
 /// `[expired: …]` and leaves out revoked and expired user ids and subkeys
-/// (every subkey of an expired key).
-pub fn listing(l: &Listed, now: i64) -> String {
+/// (every subkey of an expired key). `validity`: the user ids' validity
+/// column (`uid           [ unknown] …`), where it is computed.
+pub fn listing(l: &Listed, now: i64, validity: Option<&Validities>) -> String {
     let mut s = String::new();
     let eph = if l.ephemeral { " [ephemeral]" } else { "" };
     match &l.key {
@@ -28,9 +30,23 @@ pub fn listing(l: &Listed, now: i64) -> String {
                 if k.user_id_lives.get(i).is_some_and(|l| l.unusable(now)) {
                     continue;
                 }
-                let _ = writeln!(s, "uid           {uid}");
+                let bytes = k.user_id_bytes.get(i).map_or(uid.as_bytes(), Vec::as_slice);
+                let _ = writeln!(
+                    s,
+                    "uid           {}{uid}",
+                    column(validity, &k.fingerprint, key_state(&k.life, now), bytes)
+                );
             }
-            for _ in 0..k.user_attributes {
+            // gpg prints a user attribute where a user id goes, by its name.
+            for bytes in &k.user_attribute_bytes {
+                let name = attribute_name(bytes);
+                let _ = writeln!(
+                    s,
+                    "uid           {}{name}",
+                    column(validity, &k.fingerprint, key_state(&k.life, now), bytes)
+                );
+            }
+            for _ in k.user_attribute_bytes.len()..k.user_attributes {
                 let _ = writeln!(s, "uat           [user attribute]");
             }
             for sub in k.subkeys.iter().filter(|sub| !(k.life.unusable(now) || sub.life.unusable(now))) {
@@ -63,6 +79,43 @@ pub fn listing(l: &Listed, now: i64) -> String {
         }
     }
     s
+}
+
+/// How a key stands at `now`, for its validity.
+pub(super) fn key_state(life: &KeyLife, now: i64) -> KeyState {
+    KeyState { revoked: life.revoked, expired: life.expired(now) }
+}
+
+/// The validity column and its space before a shown user id (`uid`
+/// bytes) of the key with the hex `fingerprint`; empty where the
+/// validity is not computed.
+pub(super) fn column(validity: Option<&Validities>, fingerprint: &str, key: KeyState, uid: &[u8]) -> String {
+    let fpr = kbx_format::dump::parse_hex(fingerprint).unwrap_or_default();
+    validity
+        .and_then(|v| v.user_id(&fpr, key, &name_hash(uid), false, false))
+        .map(|v| format!("{} ", v.column()))
+        .unwrap_or_default()
+}
+
+/// Add to a key's JSON object its validity (`validity`, gpg's colon
+/// listing's field 2 of `pub`) and its user ids' (`user_id_validity`, in
+/// the order of `user_ids`); nothing for a model not computed.
+pub(super) fn add_validity(value: &mut serde_json::Value, k: &OpenPgpKey, v: &Validities, now: i64) {
+    let fpr = kbx_format::dump::parse_hex(&k.fingerprint).unwrap_or_default();
+    let state = key_state(&k.life, now);
+    let Some(key) = v.key(&fpr, state) else { return };
+    let uids: Vec<_> = k
+        .user_id_bytes
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let life = k.user_id_lives.get(i);
+            let (revoked, expired) = life.map_or((false, false), |l| (l.revoked, l.unusable(now) && !l.revoked));
+            v.user_id(&fpr, state, &name_hash(id), revoked, expired)
+        })
+        .collect();
+    value["validity"] = serde_json::json!(key);
+    value["user_id_validity"] = serde_json::json!(uids);
 }
 
 /// gpg's note of a key's revocation or expiry after its usage.

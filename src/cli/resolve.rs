@@ -13,7 +13,7 @@ use clap::CommandFactory;
 
 use super::args::{
     Cli, Command, ConvertArgs, DeleteArgs, FindArgs, GenArgs, ImportArgs, KeyType, ListArgs, LookupArg, RecordArgs,
-    SummaryFormat, SweepArgs, TrustdbArgs,
+    SummaryFormat, SweepArgs, TrustArgs, TrustdbArgs,
 };
 use super::exporter::TelemetryOptions;
 use super::gnupg::Program;
@@ -98,6 +98,8 @@ pub enum Job {
         at: i64,
         /// JSON lines.
         json: bool,
+        /// Where the validity column comes from.
+        trust: TrustArgs,
     },
     /// `list --with-validation`.
     Validate {
@@ -122,6 +124,8 @@ pub enum Job {
         lookup: Strategy,
         /// The time signatures are judged at, Unix seconds.
         at: i64,
+        /// Where the validity column comes from.
+        trust: TrustArgs,
         /// JSON lines.
         json: bool,
     },
@@ -334,7 +338,7 @@ fn list(a: ListArgs, now: i64) -> Result<Job, clap::Error> {
     }
     if a.with_sigs || a.check_sigs {
         let mode = if a.check_sigs { Mode::CheckSigs } else { Mode::WithSigs };
-        return Ok(Job::Sigs { store, mode, lookup, at: a.at.unwrap_or(now), json: a.json });
+        return Ok(Job::Sigs { store, mode, lookup, at: a.at.unwrap_or(now), trust: a.trust, json: a.json });
     }
     if a.lookup.is_some() {
         let msg = "the argument '--lookup' requires '--with-validation', '--with-sigs' or '--check-sigs'";
@@ -345,7 +349,7 @@ fn list(a: ListArgs, now: i64) -> Result<Job, clap::Error> {
         KeyType::X509 => TypeFilter::X509,
         KeyType::All => TypeFilter::All,
     };
-    Ok(Job::List { store, filter, at: a.at.unwrap_or(now), json: a.json })
+    Ok(Job::List { store, filter, at: a.at.unwrap_or(now), json: a.json, trust: a.trust })
 }
 
 /// `find [FILE] PATTERN…`: with two or more arguments the first is the

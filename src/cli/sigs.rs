@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::render::expiry_note;
+use super::args::TrustArgs;
+use super::render::{add_validity, column, expiry_note, key_state};
 use super::report::{report, say, Reported};
 use super::store;
 use kbxscope::gnupg_version::GnupgVersion;
@@ -16,6 +17,7 @@ use kbxscope::io::IoTally;
 use kbxscope::lookup::Strategy;
 use kbxscope::openpgp::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
 use kbxscope::store::StoreKind;
+use kbxscope::trustdb::Validities;
 use kbxscope::workload::sigs::{self, KeySigs};
 
 /// Run the listing, judged by `judge`.
@@ -25,6 +27,7 @@ pub(super) fn list(
     lookup: Strategy,
     judge: Judge,
     json: bool,
+    trust: &TrustArgs,
     tally: &IoTally,
 ) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
@@ -35,6 +38,7 @@ pub(super) fn list(
             path.display()
         );
     }
+    let validity = super::validity::for_store(&path, store.kind(), trust, judge.now)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
     let mut shown = SigCounts::default();
@@ -43,9 +47,11 @@ pub(super) fn list(
             return;
         }
         let r = if json {
-            serde_json::to_writer(&mut out, &k).map_err(io::Error::from).and_then(|()| writeln!(out))
+            let mut value = serde_json::to_value(&k).unwrap_or_default();
+            add_validity(&mut value, &k.key, &validity, judge.now);
+            serde_json::to_writer(&mut out, &value).map_err(io::Error::from).and_then(|()| writeln!(out))
         } else {
-            out.write_all(render(&k, mode, judge, &mut shown).as_bytes())
+            out.write_all(render(&k, mode, judge, &validity, &mut shown).as_bytes())
         };
         if let Err(e) = r {
             failed = Some(e);
@@ -89,13 +95,13 @@ pub fn summary(c: &SigCounts) -> String {
 }
 
 /// One key the way `gpg --list-sigs` / `--check-sigs` of `judge`'s
-/// version prints it (without trust columns: kbxscope has no trust
-/// database), counting in `shown` the statuses gpg's summary counts: gpg
+/// version prints it (the user ids' validity from `validity`), counting
+/// in `shown` the statuses gpg's summary counts: gpg
 /// leaves out revoked and expired user ids and subkeys with their
 /// signatures, and the signatures whose signer is missing (counted); gpg
 /// 2.4 also the signatures it cannot use (not counted), sorts the rest
 /// and prints `[self-signature]` for the key's own.
-pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> String {
+pub fn render(k: &KeySigs, mode: Mode, judge: Judge, validity: &Validities, shown: &mut SigCounts) -> String {
     let key = &k.key;
     let v24 = judge.version == GnupgVersion::V2_4;
     let mut s = String::new();
@@ -106,7 +112,7 @@ pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> S
         let _ = writeln!(s, "      [{p}]");
     }
     for g in k.signatures.iter().filter(|g| !g.unusable) {
-        group_line(&mut s, k, g, judge.now);
+        group_line(&mut s, k, g, judge.now, validity);
         let mut lines: Vec<&SigLine> = g.sigs.iter().filter(|l| !(v24 && l.unusable)).collect();
         if v24 {
             // gpg 2.4 sorts them (`--list-options sort-sigs`, on by
@@ -129,10 +135,18 @@ pub fn render(k: &KeySigs, mode: Mode, judge: Judge, shown: &mut SigCounts) -> S
     s
 }
 
-fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup, now: i64) {
+fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup, now: i64, validity: &Validities) {
     match g.kind {
         "uid" => {
-            let _ = writeln!(s, "uid           {}", g.label);
+            let state = key_state(&k.key.life, now);
+            let _ =
+                writeln!(s, "uid           {}{}", column(Some(validity), &k.key.fingerprint, state, &g.id), g.label);
+        }
+        "uat" if !g.id.is_empty() => {
+            // gpg prints a user attribute where a user id goes, by its name.
+            let state = key_state(&k.key.life, now);
+            let _ =
+                writeln!(s, "uid           {}{}", column(Some(validity), &k.key.fingerprint, state, &g.id), g.label);
         }
         "uat" => {
             let _ = writeln!(s, "uat           {}", g.label);

@@ -43,8 +43,16 @@ pub struct OpenPgpKey {
     pub usage: String,
     /// User ids (lossy UTF-8).
     pub user_ids: Vec<String>,
+    /// The same user ids' bytes (what gpg's trust database files their
+    /// validity under), in the same order.
+    #[serde(skip)]
+    pub user_id_bytes: Vec<Vec<u8>>,
     /// Number of user attribute packets (photo ids).
     pub user_attributes: usize,
+    /// Their packet bodies, in keyblock order (what gpg names them by and
+    /// files their validity under; empty where the keyblock was not walked).
+    #[serde(skip)]
+    pub user_attribute_bytes: Vec<Vec<u8>>,
     /// Subkeys in keyblock order.
     pub subkeys: Vec<OpenPgpSubkey>,
     /// Set when a key of the keyblock has an algorithm neither gpg nor
@@ -107,6 +115,7 @@ fn primary_first(mut key: OpenPgpKey, kb: &Keyblock) -> OpenPgpKey {
         let id = String::from_utf8_lossy(u.id());
         let at = key.user_ids.iter().position(|x| *x == id);
         to_front(&mut key.user_ids, at);
+        to_front(&mut key.user_id_bytes, at);
     }
     with_lives(key, kb)
 }
@@ -158,6 +167,7 @@ pub(crate) fn describe_keyblock(image: &[u8], kb: &Keyblock) -> Result<OpenPgpKe
 /// in keyblock order; the walk's listing alone if the crate had none.
 fn with_packet_facts(key: Option<OpenPgpKey>, raw: RawKeyblock) -> OpenPgpKey {
     let Some(mut key) = key else { return from_packets(raw) };
+    key.user_attribute_bytes = raw.user_attribute_bytes;
     // gpg's names and the packet-level facts, in keyblock order.
     if key.subkeys.len() + 1 == raw.keys.len() {
         key.algorithm.clone_from(&raw.keys[0].algorithm);
@@ -181,7 +191,9 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
         algorithm: primary.algorithm,
         usage: primary.usage,
         user_ids: raw.user_ids,
+        user_id_bytes: raw.user_id_bytes,
         user_attributes: raw.user_attributes,
+        user_attribute_bytes: raw.user_attribute_bytes,
         subkeys: keys
             .map(|k| OpenPgpSubkey {
                 fingerprint: k.fingerprint,
@@ -292,6 +304,8 @@ impl<'a> Composed<'a> {
         let mut user_ids: Vec<String> =
             self.users.iter().map(|(id, _)| String::from_utf8_lossy(id).into_owned()).collect();
         to_front(&mut user_ids, self.primary_user);
+        let mut user_id_bytes: Vec<Vec<u8>> = self.users.iter().map(|(id, _)| id.to_vec()).collect();
+        to_front(&mut user_id_bytes, self.primary_user);
         let own = made.map_or_else(|| key_id_of(primary.legacy_key_id().as_ref()), |m| m.id);
         let created = i64::from(primary.created_at().as_secs());
         let on_key: Vec<&Signature> = self.direct.iter().chain(&self.revocations).copied().collect();
@@ -308,7 +322,9 @@ impl<'a> Composed<'a> {
             algorithm: algorithm_name(primary.public_params()),
             usage: usage_letters(self_sigs),
             user_ids,
+            user_id_bytes,
             user_attributes: self.user_attributes,
+            user_attribute_bytes: Vec::new(),
             subkeys: self
                 .subkeys
                 .iter()

@@ -20,6 +20,7 @@
 //! Uses `crypto`, `lookup`, `io`, `telemetry` and the format crate; never
 //! `x509`.
 
+mod attribute;
 mod describe;
 mod expiry;
 pub mod import_clean;
@@ -34,6 +35,7 @@ mod raw;
 mod sigs;
 mod verify;
 
+pub use attribute::attribute_name;
 pub use describe::describe;
 pub(crate) use describe::describe_keyblock;
 pub use describe::KeyblockError;

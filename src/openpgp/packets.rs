@@ -35,8 +35,12 @@ pub(super) struct RawKeyblock {
     pub keys: Vec<RawKey>,
     /// User ids (lossy UTF-8).
     pub user_ids: Vec<String>,
+    /// The same user ids' bytes.
+    pub user_id_bytes: Vec<Vec<u8>>,
     /// User attribute packets.
     pub user_attributes: usize,
+    /// Their bodies, in keyblock order.
+    pub user_attribute_bytes: Vec<Vec<u8>>,
 }
 
 /// Why a keyblock's packets do not frame a public key.
@@ -192,8 +196,14 @@ pub(super) fn walk(image: &[u8]) -> Result<RawKeyblock, WalkError> {
                 out.keys.push(key(body, tag == 14)?);
                 wants_usage = true;
             }
-            13 => out.user_ids.push(String::from_utf8_lossy(body).into_owned()),
-            17 => out.user_attributes += 1,
+            13 => {
+                out.user_ids.push(String::from_utf8_lossy(body).into_owned());
+                out.user_id_bytes.push(body.to_vec());
+            }
+            17 => {
+                out.user_attributes += 1;
+                out.user_attribute_bytes.push(body.to_vec());
+            }
             2 if wants_usage => {
                 if let (Some(flags), Some(k)) = (key_flags(body), out.keys.last_mut()) {
                     k.usage = flags;

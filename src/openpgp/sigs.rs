@@ -103,9 +103,14 @@ pub struct SigLine {
 pub struct SigGroup {
     /// `key` (on the primary key), `uid`, `uat` or `sub`.
     pub kind: &'static str,
-    /// The user id (lossy UTF-8), `[user attribute]`, the subkey's
-    /// fingerprint, or empty for the primary key.
+    /// The user id (lossy UTF-8), gpg's name of a user attribute (`[jpeg
+    /// image of size N]`), the subkey's fingerprint, or empty for the
+    /// primary key.
     pub label: String,
+    /// A user id's or user attribute's bytes (empty for the other
+    /// components): what gpg's trust database files its validity under.
+    #[serde(skip)]
+    pub id: Vec<u8>,
     /// Its signatures in keyblock order.
     pub sigs: Vec<SigLine>,
     /// A subkey's life, which gpg's listings note beside it.
@@ -285,7 +290,10 @@ pub(crate) fn check_keyblock(
         let (kind, label) = match &g.component {
             Component::Key => ("key", String::new()),
             Component::Uid(u) => ("uid", String::from_utf8_lossy(u.id()).into_owned()),
-            Component::Uat(_) => ("uat", "[user attribute]".to_string()),
+            Component::Uat(_) => match &g.body {
+                Some(b) => ("uat", super::attribute_name(kb.bytes(b))),
+                None => ("uat", "[user attribute]".to_string()),
+            },
             Component::Subkey(Some(k)) => match kb.decoded_key(Some(i)) {
                 Some(made) => ("sub", hex_upper(made.fingerprint.as_bytes())),
                 None => ("sub", hex_upper(pgp::types::KeyDetails::fingerprint(k.as_ref()).as_bytes())),
@@ -359,7 +367,12 @@ pub(crate) fn check_keyblock(
             }
             sigs.push(l);
         }
-        groups.push(SigGroup { kind, label, sigs, life: sub_life, unusable });
+        let id = match (&g.component, &g.body) {
+            (Component::Uid(u), _) => u.id().to_vec(),
+            (Component::Uat(_), Some(b)) => kb.bytes(b).to_vec(),
+            _ => Vec::new(),
+        };
+        groups.push(SigGroup { kind, label, id, sigs, life: sub_life, unusable });
     }
     Ok(groups)
 }

@@ -69,3 +69,42 @@ fn a_header_that_is_not_gpgs_stops_it() {
     assert!(matches!(read(&[0u8; 80]), Err(HeaderError::NotVersion { .. })));
     assert_eq!(read(b"\x01gpg").unwrap_err(), HeaderError::Short(4));
 }
+
+#[test]
+fn validities_as_each_model_shows_them() {
+    // Each key's one validity record: name hash all zeros, validity full.
+    let t = read(&db(&[(0x11, 6), (0x22, 3 | 128)])).unwrap();
+    let (filed, other) = ([0u8; 20], [1u8; 20]);
+    let ok = KeyState::default();
+    let pgp = Validities::new(Some(&t), Model::of_database(Some(&t)));
+    assert_eq!(pgp.model(), Model::Pgp);
+    assert_eq!(pgp.user_id(&[0x11; 20], ok, &filed, false, false), Some(Validity::Full));
+    assert_eq!(pgp.user_id(&[0x11; 20], ok, &other, false, false), Some(Validity::Unknown));
+    assert_eq!(pgp.user_id(&[0x33; 20], ok, &filed, false, false), Some(Validity::Unknown), "no trust record");
+    assert_eq!(pgp.key(&[0x22; 20], ok), Some(Validity::Full), "the best of its records");
+    let direct = Validities::new(Some(&t), Model::Direct);
+    assert_eq!(direct.user_id(&[0x11; 20], ok, &other, false, false), Some(Validity::Ultimate));
+    assert_eq!(direct.key(&[0x22; 20], ok), Some(Validity::Never), "the disabled bit is no validity");
+    let always = Validities::new(Some(&t), Model::Always);
+    assert_eq!(always.user_id(&[0x11; 20], ok, &filed, false, false), Some(Validity::Unknown));
+    // Revoked, then expired, before anything stored; in every model.
+    let revoked = KeyState { revoked: true, expired: true };
+    assert_eq!(pgp.user_id(&[0x11; 20], revoked, &filed, false, false), Some(Validity::Revoked));
+    assert_eq!(direct.user_id(&[0x11; 20], ok, &filed, false, true), Some(Validity::Expired));
+    assert_eq!(always.key(&[0x11; 20], KeyState { revoked: false, expired: true }), Some(Validity::Expired));
+    // Without a database: unknown; tofu: not computed.
+    assert_eq!(Validities::new(None, Model::Pgp).key(&[0x11; 20], ok), Some(Validity::Unknown));
+    let tofu = Validities::new(Some(&t), Model::from_option("tofu").unwrap());
+    assert!(!tofu.computed());
+    assert_eq!(tofu.key(&[0x11; 20], ok), None);
+    assert_eq!(Model::from_option("auto"), None);
+    // No next check scheduled (0): never due.
+    assert_eq!(pgp.check_due(i64::MAX), None);
+    assert_eq!((Validity::Marginal.column(), Validity::Marginal.letter()), ("[marginal]", 'm'));
+}
+
+#[test]
+fn name_hash_is_ripemd160() {
+    // RIPEMD-160's own test vector.
+    assert_eq!(kbx_format::dump::hex_lower(&name_hash(b"abc")), "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc");
+}

@@ -301,6 +301,15 @@ pub fn hex_upper(b: &[u8]) -> String {
     hex_with(b, b"0123456789ABCDEF")
 }
 
+/// The bytes of a hex string (either case, no separators); `None` for an
+/// odd length or a character that is no hex digit.
+pub fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+}
+
 /// Lower-case hex, no separators.
 pub fn hex_lower(b: &[u8]) -> String {
     hex_with(b, b"0123456789abcdef")

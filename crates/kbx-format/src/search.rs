@@ -68,13 +68,6 @@ impl fmt::Display for PatternError {
 
 impl std::error::Error for PatternError {}
 
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
-}
-
 fn strip_leading_zeros(b: &[u8]) -> Vec<u8> {
     let first = b.iter().position(|&x| x != 0).unwrap_or(b.len());
     b[first..].to_vec()
@@ -112,7 +105,7 @@ impl Pattern {
                     None => (rest, None),
                 };
                 let padded = if !serial.len().is_multiple_of(2) { format!("0{serial}") } else { serial.to_string() };
-                let serial = decode_hex(&padded)
+                let serial = crate::dump::parse_hex(&padded)
                     .filter(|b| !b.is_empty())
                     .ok_or_else(|| err("expected #SERIAL or #SERIAL/ISSUER with SERIAL in hex"))?;
                 return Ok(Self::SerialIssuer { serial: strip_leading_zeros(&serial), issuer });
@@ -121,7 +114,7 @@ impl Pattern {
         }
         let hexpart = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
         let compact: String = hexpart.chars().filter(|c| *c != ':' && *c != ' ').collect();
-        if let Some(bytes) = decode_hex(&compact) {
+        if let Some(bytes) = crate::dump::parse_hex(&compact) {
             let grouped = compact.len() != hexpart.len();
             match (bytes.len(), grouped) {
                 (4, false) => return Ok(Self::ShortKeyId([bytes[0], bytes[1], bytes[2], bytes[3]])),
