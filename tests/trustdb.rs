@@ -14,6 +14,7 @@ crate::tests!(
     the_output_imports_back_into_gpg needs ["gpg"],
     damage_is_named_and_nothing_changes needs ["gpg"],
     listings_show_gpgs_validity_in_each_trust_model needs ["gpg"],
+    validity_equals_gpgs_on_the_arch_linux_web_of_trust needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
     owner_trusts_and_header_equal_gnupg24s,
 );
 
@@ -156,6 +157,75 @@ fn listings_show_gpgs_validity_in_each_trust_model() {
     }
     // The home shows more than one value, or the comparison says little.
     assert!(seen.len() >= 4, "validities seen: {seen:?}");
+}
+
+/// A real web of trust, set up as `pacman-key --init` and `--populate
+/// archlinux` set one up: a local master key (ultimately trusted), Arch
+/// Linux's keyring imported, its master keys given marginal owner trust
+/// and signed locally by the local key, its revoked keys disabled, the
+/// database checked. Every user id's validity column in `list` equals
+/// `gpg -k`'s (full, marginal, undefined through keys of unknown owner
+/// trust, expired, revoked, unknown), and `--json`'s validities the
+/// colon listing's.
+fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let master = "Pacman Keyring Master Key <pacman@localhost>";
+    gpg(&home, &["--passphrase", "", "--quick-gen-key", master, "ed25519", "sign", "never"]);
+    gpg(&home, &["--import", "/usr/share/keyrings/archlinux.gpg"]);
+    let trusted = std::fs::read_to_string("/usr/share/keyrings/archlinux-trusted").unwrap();
+    gpg(&home, &["--import-ownertrust", "/usr/share/keyrings/archlinux-trusted"]);
+    for fpr in trusted.lines().filter_map(|l| l.split(':').next()).filter(|f| !f.is_empty()) {
+        gpg(&home, &["--quick-lsign-key", fpr]);
+    }
+    let revoked = std::fs::read_to_string("/usr/share/keyrings/archlinux-revoked").unwrap();
+    for fpr in revoked.split_whitespace() {
+        gpg(&home, &["--edit-key", fpr, "disable", "quit"]);
+    }
+    gpg(&home, &["--check-trustdb"]);
+    let theirs = stdout(&gpg(&home, &["--display-charset", "utf-8", "--list-keys"]));
+    let colons = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
+    stop_gnupg_daemons(&home);
+    let keybox = home.join("pubring.kbx");
+    let run = |extra: &[&str]| {
+        let o = cmd()
+            .args(["--gnupg-version", "2.2", "list", "--type", "openpgp"])
+            .args(extra)
+            .arg(&keybox)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let uid_lines = |t: &str| t.lines().filter(|l| l.starts_with("uid ")).map(String::from).collect::<Vec<_>>();
+    let ours = run(&[]);
+    let (ours, theirs) = (uid_lines(&ours), uid_lines(&theirs));
+    assert!(theirs.len() > 300, "{} user ids", theirs.len());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "user id line {i}");
+    }
+    assert_eq!(ours.len(), theirs.len());
+    let want = colon_validities(&colons);
+    let got: Vec<(String, String, Vec<String>)> = run(&["--json"])
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let letter = |x: &serde_json::Value| letter(x.as_str().unwrap()).to_string();
+            let uids = v["user_id_validity"].as_array().unwrap().iter().map(letter).collect();
+            (v["fingerprint"].as_str().unwrap().to_string(), letter(&v["validity"]), uids)
+        })
+        .collect();
+    assert_eq!(got, want);
+    let seen: std::collections::BTreeSet<&str> = theirs.iter().filter_map(|l| l.get(14..24)).collect();
+    for v in ["[  full  ]", "[marginal]", "[  undef ]", "[ultimate]", "[ expired]", "[ revoked]", "[ unknown]"] {
+        assert!(seen.contains(v), "{v} among {seen:?}");
+    }
 }
 
 /// gpg's colon letter of a validity word of kbxscope's JSON.
