@@ -134,15 +134,7 @@ fn listings_show_gpgs_validity_in_each_trust_model() {
         let ours = list(&[]);
         assert_eq!(ours, theirs, "trust model {model}");
         let want = colon_validities(&colons);
-        let got: Vec<(String, String, Vec<String>)> = list(&["--json"])
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                let letter = |x: &serde_json::Value| letter(x.as_str().unwrap()).to_string();
-                let uids = v["user_id_validity"].as_array().unwrap().iter().map(letter).collect();
-                (v["fingerprint"].as_str().unwrap().to_string(), letter(&v["validity"]), uids)
-            })
-            .collect();
+        let got = json_validities(&list(&["--json"]));
         assert_eq!(got, want, "trust model {model}");
         seen.extend(want.iter().flat_map(|(_, k, u)| std::iter::once(k.clone()).chain(u.iter().cloned())));
         if model == "pgp" {
@@ -212,7 +204,18 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
     }
     assert_eq!(ours.len(), theirs.len());
     let want = colon_validities(&colons);
-    let got: Vec<(String, String, Vec<String>)> = run(&["--json"])
+    let got = json_validities(&run(&["--json"]));
+    assert_eq!(got, want);
+    let seen: std::collections::BTreeSet<&str> = theirs.iter().filter_map(|l| l.get(14..24)).collect();
+    for v in ["[  full  ]", "[marginal]", "[  undef ]", "[ultimate]", "[ expired]", "[ revoked]", "[ unknown]"] {
+        assert!(seen.contains(v), "{v} among {seen:?}");
+    }
+}
+
+/// Per key of `list --json`'s lines: its fingerprint, and the colon
+/// letters of its validity and of its user ids' ([`colon_validities`]'s form).
+fn json_validities(lines: &str) -> Vec<(String, String, Vec<String>)> {
+    lines
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
@@ -220,12 +223,7 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
             let uids = v["user_id_validity"].as_array().unwrap().iter().map(letter).collect();
             (v["fingerprint"].as_str().unwrap().to_string(), letter(&v["validity"]), uids)
         })
-        .collect();
-    assert_eq!(got, want);
-    let seen: std::collections::BTreeSet<&str> = theirs.iter().filter_map(|l| l.get(14..24)).collect();
-    for v in ["[  full  ]", "[marginal]", "[  undef ]", "[ultimate]", "[ expired]", "[ revoked]", "[ unknown]"] {
-        assert!(seen.contains(v), "{v} among {seen:?}");
-    }
+        .collect()
 }
 
 /// gpg's colon letter of a validity word of kbxscope's JSON.
