@@ -155,7 +155,11 @@ fn listings_show_gpgs_validity_in_each_trust_model() {
 /// archlinux` set one up: a local master key (ultimately trusted), Arch
 /// Linux's keyring imported, its master keys given marginal owner trust
 /// and signed locally by the local key, its revoked keys disabled, the
-/// database checked. Every user id's validity column in `list` equals
+/// database checked. Before gpg's check, `trustdb --check` computes it:
+/// its walk equals gpg's `depth:` lines, and what it computes for every
+/// user id (validity, complete and marginal counts) is what gpg then
+/// stores; `list`, with the check due, shows what `gpg -k` shows after
+/// it. After it, every user id's validity column in `list` equals
 /// `gpg -k`'s (full, marginal, undefined through keys of unknown owner
 /// trust, expired, revoked, unknown), and `--json`'s validities the
 /// colon listing's.
@@ -180,10 +184,6 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
     for fpr in revoked.split_whitespace() {
         gpg(&home, &["--edit-key", fpr, "disable", "quit"]);
     }
-    gpg(&home, &["--check-trustdb"]);
-    let theirs = stdout(&gpg(&home, &["--display-charset", "utf-8", "--list-keys"]));
-    let colons = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
-    stop_gnupg_daemons(&home);
     let keybox = home.join("pubring.kbx");
     let run = |extra: &[&str]| {
         let o = cmd()
@@ -196,6 +196,37 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
         stdout(&o)
     };
     let uid_lines = |t: &str| t.lines().filter(|l| l.starts_with("uid ")).map(String::from).collect::<Vec<_>>();
+    // The check gpg is about to run, computed beforehand from the keybox
+    // and the owner trusts; and the listing gpg would show after it.
+    let predicted = kbxscope_check(&home, true);
+    let listed_before = uid_lines(&run(&[]));
+    let lines = kbxscope_check(&home, false).as_str().unwrap().to_string();
+    let ran = Command::new("gpg")
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--check-trustdb"])
+        .env("LC_ALL", "C")
+        .env("LANGUAGE", "C")
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let depth_lines = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| l.trim_start_matches("gpg: "))
+            .filter(|l| l.starts_with("depth: "))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(depth_lines(&lines), depth_lines(&stderr(&ran)), "the walk, level by level");
+    assert!(depth_lines(&lines).len() >= 3, "{lines}");
+    // What gpg stored is what kbxscope computed, for every user id.
+    let after = kbxscope_check(&home, true);
+    let rows = |v: &serde_json::Value, field: &str| -> Vec<(String, String)> {
+        v["user_ids"].as_array().unwrap().iter().map(|r| (r["name_hash"].to_string(), r[field].to_string())).collect()
+    };
+    assert_eq!(rows(&predicted, "computed"), rows(&after, "stored"));
+    assert_eq!(after["differ"], 0, "{after:#}");
+    let theirs = stdout(&gpg(&home, &["--display-charset", "utf-8", "--list-keys"]));
+    let colons = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
+    stop_gnupg_daemons(&home);
     let ours = run(&[]);
     let (ours, theirs) = (uid_lines(&ours), uid_lines(&theirs));
     assert!(theirs.len() > 300, "{} user ids", theirs.len());
@@ -203,12 +234,29 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
         assert_eq!(a, b, "user id line {i}");
     }
     assert_eq!(ours.len(), theirs.len());
+    assert_eq!(listed_before, theirs, "listed while the check was due: as gpg lists after it");
     let want = colon_validities(&colons);
     let got = json_validities(&run(&["--json"]));
     assert_eq!(got, want);
     let seen: std::collections::BTreeSet<&str> = theirs.iter().filter_map(|l| l.get(14..24)).collect();
     for v in ["[  full  ]", "[marginal]", "[  undef ]", "[ultimate]", "[ expired]", "[ revoked]", "[ unknown]"] {
         assert!(seen.contains(v), "{v} among {seen:?}");
+    }
+}
+
+/// `kbxscope trustdb --check HOME`: its JSON, or its text as one JSON string.
+fn kbxscope_check(home: &Path, json: bool) -> serde_json::Value {
+    let mut c = cmd();
+    c.args(["--gnupg-version", "2.2", "trustdb", "--check"]);
+    if json {
+        c.arg("--json");
+    }
+    let o = c.arg(home).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    if json {
+        serde_json::from_slice(&o.stdout).unwrap()
+    } else {
+        serde_json::Value::String(stdout(&o))
     }
 }
 

@@ -250,6 +250,11 @@ pub struct TrustdbArgs {
     /// validities, the owner trusts and the damage.
     #[arg(long)]
     pub json: bool,
+    /// Compute what gpg's trust-database check would store now (the web of
+    /// trust walked over the home's keybox, every certification checked)
+    /// and compare it with what the database holds; nothing is written.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Arguments of `doctor`.

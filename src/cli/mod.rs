@@ -147,7 +147,9 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
     match &o.job {
         Job::Stats { store, json } => read::stats(store.as_deref(), *json, tally),
         Job::Dump { store } => read::dump(store.as_deref(), tally),
-        Job::List { store, filter, at, json, trust } => read::list(store.as_deref(), *filter, *json, *at, trust, tally),
+        Job::List { store, filter, at, json, trust } => {
+            read::list(store.as_deref(), *filter, *json, *at, (trust, o.version), tally)
+        }
         Job::Validate { store, lookup, trustlist, at, json } => {
             read::validate(store.as_deref(), *lookup, trustlist.as_deref(), *at, *json, o.version, tally)
         }
@@ -165,7 +167,7 @@ fn dispatch(o: &Options, tally: &IoTally) -> Result<ExitCode> {
         Job::Sweep(job) => sweep::run(job),
         Job::Record(r) => record::run(r, o.summary, o.trace.as_ref()),
         Job::Doctor(d) => doctor::run(d),
-        Job::Trustdb(a) => trustdb::run(a, o.now),
+        Job::Trustdb(a) => trustdb::run(a, o.now, o.version, tally),
     }
 }
 

@@ -156,14 +156,14 @@ pub(super) fn list(
     filter: TypeFilter,
     json: bool,
     now: i64,
-    trust: &TrustArgs,
+    (trust, version): (&TrustArgs, GnupgVersion),
     tally: &IoTally,
 ) -> Result<ExitCode> {
     let store = store::open(file, tally)?;
     let path = store.path().to_path_buf();
     let mut printer = ListingPrinter::new(io::BufWriter::new(io::stdout().lock()), json, &path, now);
     if filter != TypeFilter::X509 {
-        printer = printer.with_validity(validity::for_store(&path, store.kind(), trust, now)?);
+        printer = printer.with_validity(validity::for_store(&path, store.kind(), trust, now, version)?);
     }
     let ran = workload::list::run(&store, filter, |l| printer.print(&l))?;
     drop(store);

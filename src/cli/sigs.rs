@@ -38,7 +38,7 @@ pub(super) fn list(
             path.display()
         );
     }
-    let validity = super::validity::for_store(&path, store.kind(), trust, judge.now)?;
+    let validity = super::validity::for_store(&path, store.kind(), trust, judge.now, judge.version)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut failed: Option<io::Error> = None;
     let mut shown = SigCounts::default();

@@ -10,8 +10,14 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Result};
 
 use super::args::TrustdbArgs;
+use kbxscope::gnupg_version::GnupgVersion;
+use kbxscope::io::IoTally;
+use kbxscope::lookup::Strategy;
+use kbxscope::openpgp::{Judge, Mode};
 use kbxscope::timefmt;
-use kbxscope::trustdb::{self, TrustDb};
+use kbxscope::trustdb::{self, Model, TrustDb};
+use kbxscope::workload::sigs::{self, KeySigs};
+use kbxscope::workload::trust_check::{self, CheckOptions, Checked};
 
 /// The largest trust database read: gpg's for a million keys is far below.
 const MAX_BYTES: u64 = 1 << 30;
@@ -29,7 +35,7 @@ fn database_path(given: Option<&Path>) -> Result<PathBuf> {
 /// # Errors
 /// It cannot be read, is too large, or is not a trust database (one line
 /// naming the file).
-pub fn run(a: &TrustdbArgs, now: i64) -> Result<ExitCode> {
+pub fn run(a: &TrustdbArgs, now: i64, version: GnupgVersion, tally: &IoTally) -> Result<ExitCode> {
     let path = database_path(a.path.as_deref())?;
     let (bytes, more) =
         kbxscope::io::home::read_head(&path, MAX_BYTES).map_err(|e| anyhow!("{}: {e}", path.display()))?;
@@ -37,6 +43,9 @@ pub fn run(a: &TrustdbArgs, now: i64) -> Result<ExitCode> {
         return Err(anyhow!("{}: larger than {} bytes: not a trust database gpg writes", path.display(), MAX_BYTES));
     }
     let db = trustdb::read(&bytes).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    if a.check {
+        return check(&path, &db, a.json, now, version, tally);
+    }
     let mut out = std::io::stdout().lock();
     if a.json {
         let v = serde_json::json!({
@@ -62,6 +71,103 @@ pub fn run(a: &TrustdbArgs, now: i64) -> Result<ExitCode> {
         eprintln!("kbxscope: {}: record {} (byte offset {offset}): {}", path.display(), d.record, d.what);
     }
     Ok(if db.damage.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `trustdb --check`: what gpg's check would store for every user id of
+/// the home's keybox, against what the database at `path` holds.
+fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion, tally: &IoTally) -> Result<ExitCode> {
+    let home = path.parent().unwrap_or(Path::new("."));
+    let store = super::store::open(Some(&home.join("pubring.kbx")), tally)?;
+    let mut keys: Vec<KeySigs> = Vec::new();
+    let judge = Judge { version, now };
+    let ran = sigs::run(&store, Mode::CheckSigs, Strategy::Index, judge, |k| keys.push(k))?;
+    if let Some(e) = &ran.outcome.fatal {
+        return Err(anyhow!("{}: {e}", store.path().display()));
+    }
+    let model = Model::of_database(Some(db));
+    let o = CheckOptions::of(db, model, now);
+    let checked = trust_check::compute(&keys, db, &o).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let rows = compare(&keys, db, &checked);
+    let differ = rows.iter().filter(|r| r.3 != r.4).count();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let v = serde_json::json!({
+            "path": path.display().to_string(),
+            "model": model.name(),
+            "depths": checked.depths,
+            "ultimately_trusted": checked.ultimate,
+            "user_ids": rows.iter().map(|(fpr, hash, uid, stored, computed)| serde_json::json!({
+                "fingerprint": fpr, "name_hash": hash, "user_id": uid,
+                "stored": stored, "computed": computed,
+            })).collect::<Vec<_>>(),
+            "differ": differ,
+        });
+        writeln!(out, "{v}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "# what gpg's trust-database check would store now: trust model {}, marginals {}, completes {}, max depth {}, min cert level {}",
+        model.name(),
+        o.marginals,
+        o.completes,
+        o.max_depth,
+        o.min_cert_level
+    )?;
+    for d in &checked.depths {
+        writeln!(out, "{}", d.line())?;
+    }
+    let mut by: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for r in &rows {
+        *by.entry(trustdb::trust_name(r.4.validity)).or_default() += 1;
+    }
+    let counts: Vec<String> = by.iter().map(|(n, c)| format!("{c} {n}")).collect();
+    writeln!(out, "{} user ids: {}; {differ} differ from what the database holds", rows.len(), counts.join(", "))?;
+    for (fpr, _, uid, stored, computed) in rows.iter().filter(|r| r.3 != r.4) {
+        writeln!(
+            out,
+            "{fpr} {uid}: stored {} ({} full, {} marginal), check {} ({} full, {} marginal)",
+            trustdb::trust_name(stored.validity),
+            stored.full_count,
+            stored.marginal_count,
+            trustdb::trust_name(computed.validity),
+            computed.full_count,
+            computed.marginal_count
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Per user id of the keys: fingerprint, name hash (hex), the user id,
+/// what the database holds and what the check computed.
+type Row = (String, String, String, trust_check::Stored, trust_check::Stored);
+
+fn compare(keys: &[KeySigs], db: &TrustDb, checked: &Checked) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for k in keys {
+        let fpr = kbx_format::dump::parse_hex(&k.key.fingerprint).unwrap_or_default();
+        let Some(f20) = fpr.get(..20).and_then(|f| <[u8; 20]>::try_from(f).ok()) else { continue };
+        let record = db.keys.iter().find(|r| r.trust.fingerprint == f20);
+        for g in k.signatures.iter().filter(|g| matches!(g.kind, "uid" | "uat")) {
+            let hash = trustdb::name_hash(&g.id);
+            let stored = record
+                .and_then(|r| r.validities.iter().find(|v| v.name_hash == hash))
+                .map(|v| trust_check::Stored {
+                    validity: v.validity & 15,
+                    full_count: v.full_count,
+                    marginal_count: v.marginal_count,
+                })
+                .unwrap_or_default();
+            // A user id twice on a key has one record.
+            if !seen.insert((f20, hash)) {
+                continue;
+            }
+            let hex = kbx_format::dump::hex_upper(&hash);
+            rows.push((k.key.fingerprint.clone(), hex, g.label.clone(), stored, checked.get(&f20, &hash)));
+        }
+    }
+    rows
 }
 
 /// The report: comments gpg's import skips, then its export's lines.

@@ -10,9 +10,15 @@ use anyhow::{anyhow, Result};
 
 use super::args::TrustArgs;
 use kbxscope::doctor::conf::Conf;
-use kbxscope::store::StoreKind;
+use kbxscope::gnupg_version::GnupgVersion;
+use kbxscope::io::{BufferSize, IoTally};
+use kbxscope::lookup::Strategy;
+use kbxscope::openpgp::{Judge, Mode};
+use kbxscope::store::{Store, StoreKind};
 use kbxscope::timefmt::rfc3339;
-use kbxscope::trustdb::{self, Model, Validities};
+use kbxscope::trustdb::{self, validity, Model, TrustDb, Validities};
+use kbxscope::workload::sigs::{self, KeySigs};
+use kbxscope::workload::trust_check::{self, CheckOptions};
 
 /// The largest trust database read (as `kbxscope trustdb`).
 const MAX_BYTES: u64 = 1 << 30;
@@ -27,12 +33,20 @@ fn home_of(store: &Path, kind: StoreKind) -> PathBuf {
     }
 }
 
-/// The validities for a listing of the store at `store`, judged at `now`.
+/// The validities for a listing of the store at `store`, judged at `now`
+/// by GnuPG `version`: the stored ones, or, when the database's check is
+/// due (pgp, classic), those gpg's check would compute first.
 ///
 /// # Errors
 /// A database named with `--trustdb` that cannot be read, or a file that
 /// is not a trust database (one line naming it).
-pub(super) fn for_store(store: &Path, kind: StoreKind, a: &TrustArgs, now: i64) -> Result<Validities> {
+pub(super) fn for_store(
+    store: &Path,
+    kind: StoreKind,
+    a: &TrustArgs,
+    now: i64,
+    version: GnupgVersion,
+) -> Result<Validities> {
     let home = home_of(store, kind);
     let path = a.trustdb.clone().unwrap_or_else(|| home.join("trustdb.gpg"));
     let db = match kbxscope::io::home::read_head(&path, MAX_BYTES) {
@@ -65,14 +79,50 @@ pub(super) fn for_store(store: &Path, kind: StoreKind, a: &TrustArgs, now: i64) 
             "kbxscope: trust model {}: kbxscope does not compute its validity; the column is left out",
             model.name()
         );
-    } else if let Some(next) = v.check_due(now) {
-        eprintln!(
-            "kbxscope: {}: its next check was due at {}: gpg would check the trust database first (\"checking the trustdb\"); the validities shown are the stored ones",
-            path.display(),
-            rfc3339(i64::from(next))
-        );
+        return Ok(v);
     }
-    Ok(v)
+    let (Some(next), Some(db)) = (v.check_due(now), &db) else { return Ok(v) };
+    // gpg checks the database before it shows a validity: so does this.
+    let due = rfc3339(i64::from(next));
+    match checked(store, kind, db, model, now, version) {
+        Ok(records) => {
+            eprintln!(
+                "kbxscope: {}: its next check was due at {due}: the validities shown are those gpg's check (\"checking the trustdb\") computes, computed here (its reads not counted; nothing written)",
+                path.display()
+            );
+            Ok(v.with_checked(records))
+        }
+        Err(e) => {
+            eprintln!(
+                "kbxscope: {}: its next check was due at {due}; it cannot be computed ({e}): the validities shown are the stored ones",
+                path.display()
+            );
+            Ok(v)
+        }
+    }
+}
+
+/// The records gpg's check of `db` would store, computed over the store's
+/// keys read through a tally of its own (the listing's I/O is gpg's
+/// listing's, not the check's).
+fn checked(
+    store: &Path,
+    kind: StoreKind,
+    db: &TrustDb,
+    model: Model,
+    now: i64,
+    version: GnupgVersion,
+) -> Result<Vec<validity::CheckedRecord>> {
+    let tally = IoTally::new(BufferSize::Bytes(1 << 16));
+    let store = Store::open_as(store, kind, &tally, None)?;
+    let mut keys: Vec<KeySigs> = Vec::new();
+    let judge = Judge { version, now };
+    let ran = sigs::run(&store, Mode::CheckSigs, Strategy::Index, judge, |k| keys.push(k))?;
+    if let Some(e) = ran.outcome.fatal {
+        return Err(anyhow!("{e}"));
+    }
+    let checked = trust_check::compute(&keys, db, &CheckOptions::of(db, model, now))?;
+    Ok(checked.stored.into_iter().map(|((fpr, name), s)| (fpr, name, s.validity)).collect())
 }
 
 /// The model `gpg.conf` in `home` names (its last `trust-model`), if it

@@ -48,4 +48,4 @@ pub use packets::WalkError;
 pub use raw::SigPacketError;
 pub use raw::{KeyPacket, SigPacket};
 pub(crate) use sigs::check_keyblock;
-pub use sigs::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+pub use sigs::{CertFacts, Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};

@@ -90,6 +90,9 @@ pub struct SigLine {
     /// print `[self-signature]` for it).
     #[serde(skip)]
     pub self_sig: bool,
+    /// What gpg's trust-database check takes from a decoded signature.
+    #[serde(skip)]
+    pub cert: Option<CertFacts>,
     /// A signature gpg 2.4's human-readable listings leave out (unless
     /// `--list-options show-unusable-sigs`): in `--list-sigs` one with an
     /// algorithm gpg does not know or a third-party SHA-1 one, in
@@ -217,6 +220,37 @@ fn line(meta: Option<&Meta>, status: SigStatus, reason: Option<String>) -> SigLi
         self_sig: false,
         unusable: false,
         columns: [' '; 5],
+        cert: None,
+    }
+}
+
+/// What gpg's trust-database check reads of a certification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertFacts {
+    /// Creation time, Unix seconds.
+    pub created: u32,
+    /// When it expires (its hashed expiration after its creation), if it does.
+    pub expires: Option<u32>,
+    /// Whether its signer may revoke it.
+    pub revocable: bool,
+    /// A trust signature's depth and amount.
+    pub trust: Option<(u8, u8)>,
+    /// A trust signature's regular expression (its bytes, without the
+    /// terminating NUL).
+    pub regexp: Option<Vec<u8>>,
+}
+
+impl CertFacts {
+    fn of(sig: &pgp::packet::Signature) -> Self {
+        let created = sig.created().map_or(0, |t| t.as_secs());
+        let expires = sig.signature_expiration_time().map(|d| d.as_secs()).filter(|d| *d != 0);
+        Self {
+            created,
+            expires: expires.map(|d| created.saturating_add(d)),
+            revocable: sig.is_revocable(),
+            trust: sig.trust_signature(),
+            regexp: sig.regular_expression().map(|r| r.iter().copied().take_while(|b| *b != 0).collect()),
+        }
     }
 }
 
@@ -339,6 +373,7 @@ pub(crate) fn check_keyblock(
             l.self_sig = self_sig;
             if let Ok(sig) = &part.decoded {
                 l.columns = columns(sig, now);
+                l.cert = Some(CertFacts::of(sig));
             }
             // What gpg 2.4's human-readable listings leave out: --list-sigs
             // a signature with an algorithm it does not know or a

@@ -149,6 +149,10 @@ pub fn name_hash(user_id: &[u8]) -> [u8; 20] {
     Ripemd160::digest(user_id).into()
 }
 
+/// A validity record as a check stores it: the key's fingerprint (its
+/// first 20 bytes), the user id's name hash, the validity.
+pub type CheckedRecord = ([u8; 20], [u8; 20], u8);
+
 /// How a key stands apart from the trust database.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KeyState {
@@ -195,6 +199,20 @@ impl Validities {
             }
         }
         Self { model, next_check: db.map(|d| d.header.next_check), keys }
+    }
+
+    /// The same with the validity records a trust-database check computed
+    /// (key fingerprint's first 20 bytes, name hash, validity) in place of
+    /// the stored ones: what gpg shows after its automatic check.
+    pub fn with_checked(mut self, records: impl IntoIterator<Item = CheckedRecord>) -> Self {
+        for (_, list) in self.keys.values_mut() {
+            list.clear();
+        }
+        for (fpr, name, validity) in records {
+            self.keys.entry(fpr).or_insert((0, Vec::new())).1.push((name, validity));
+        }
+        self.next_check = None;
+        self
     }
 
     /// The model in effect.

@@ -25,6 +25,7 @@ mod scan;
 pub mod sigs;
 mod startup;
 pub mod stats;
+pub mod trust_check;
 pub mod validate;
 
 pub use list::{KeyDetails, ListOutcome, Listed, TypeFilter};
