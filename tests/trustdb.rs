@@ -15,6 +15,7 @@ crate::tests!(
     damage_is_named_and_nothing_changes needs ["gpg"],
     listings_show_gpgs_validity_in_each_trust_model needs ["gpg"],
     validity_equals_gpgs_on_the_arch_linux_web_of_trust needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
+    the_check_equals_gnupg24s_on_the_arch_linux_web_of_trust needs ["/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
     owner_trusts_and_header_equal_gnupg24s,
 );
 
@@ -172,18 +173,7 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
-    let master = "Pacman Keyring Master Key <pacman@localhost>";
-    gpg(&home, &["--passphrase", "", "--quick-gen-key", master, "ed25519", "sign", "never"]);
-    gpg(&home, &["--import", "/usr/share/keyrings/archlinux.gpg"]);
-    let trusted = std::fs::read_to_string("/usr/share/keyrings/archlinux-trusted").unwrap();
-    gpg(&home, &["--import-ownertrust", "/usr/share/keyrings/archlinux-trusted"]);
-    for fpr in trusted.lines().filter_map(|l| l.split(':').next()).filter(|f| !f.is_empty()) {
-        gpg(&home, &["--quick-lsign-key", fpr]);
-    }
-    let revoked = std::fs::read_to_string("/usr/share/keyrings/archlinux-revoked").unwrap();
-    for fpr in revoked.split_whitespace() {
-        gpg(&home, &["--edit-key", fpr, "disable", "quit"]);
-    }
+    pacman_key_populate(&|args| drop(gpg(&home, args)), "/usr/share/keyrings");
     let keybox = home.join("pubring.kbx");
     let run = |extra: &[&str]| {
         let o = cmd()
@@ -208,21 +198,11 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
         .output()
         .unwrap();
     assert!(ran.status.success(), "{}", stderr(&ran));
-    let depth_lines = |t: &str| -> Vec<String> {
-        t.lines()
-            .map(|l| l.trim_start_matches("gpg: "))
-            .filter(|l| l.starts_with("depth: "))
-            .map(String::from)
-            .collect()
-    };
     assert_eq!(depth_lines(&lines), depth_lines(&stderr(&ran)), "the walk, level by level");
     assert!(depth_lines(&lines).len() >= 3, "{lines}");
     // What gpg stored is what kbxscope computed, for every user id.
     let after = kbxscope_check(&home, true);
-    let rows = |v: &serde_json::Value, field: &str| -> Vec<(String, String)> {
-        v["user_ids"].as_array().unwrap().iter().map(|r| (r["name_hash"].to_string(), r[field].to_string())).collect()
-    };
-    assert_eq!(rows(&predicted, "computed"), rows(&after, "stored"));
+    assert_eq!(check_rows(&predicted, "computed"), check_rows(&after, "stored"));
     assert_eq!(after["differ"], 0, "{after:#}");
     let theirs = stdout(&gpg(&home, &["--display-charset", "utf-8", "--list-keys"]));
     let colons = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
@@ -242,6 +222,95 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
     for v in ["[  full  ]", "[marginal]", "[  undef ]", "[ultimate]", "[ expired]", "[ revoked]", "[ unknown]"] {
         assert!(seen.contains(v), "{v} among {seen:?}");
     }
+}
+
+/// What `pacman-key --init` and `--populate archlinux` do to a home, with
+/// `gpg` running gpg with the arguments given; `keyrings` is where gpg
+/// finds Arch Linux's keyring files (read here from /usr/share/keyrings).
+fn pacman_key_populate(gpg: &dyn Fn(&[&str]), keyrings: &str) {
+    let master = "Pacman Keyring Master Key <pacman@localhost>";
+    gpg(&["--passphrase", "", "--quick-gen-key", master, "ed25519", "sign", "never"]);
+    gpg(&["--import", &format!("{keyrings}/archlinux.gpg")]);
+    let trusted = std::fs::read_to_string("/usr/share/keyrings/archlinux-trusted").unwrap();
+    gpg(&["--import-ownertrust", &format!("{keyrings}/archlinux-trusted")]);
+    for fpr in trusted.lines().filter_map(|l| l.split(':').next()).filter(|f| !f.is_empty()) {
+        gpg(&["--quick-lsign-key", fpr]);
+    }
+    let revoked = std::fs::read_to_string("/usr/share/keyrings/archlinux-revoked").unwrap();
+    for fpr in revoked.split_whitespace() {
+        gpg(&["--edit-key", fpr, "disable", "quit"]);
+    }
+}
+
+/// The `depth:` lines of gpg's check (or of `trustdb --check`).
+fn depth_lines(text: &str) -> Vec<String> {
+    text.lines().map(|l| l.trim_start_matches("gpg: ")).filter(|l| l.starts_with("depth: ")).map(String::from).collect()
+}
+
+/// Per user id of `trustdb --check --json`: its name hash and `field`
+/// (`stored` or `computed`).
+fn check_rows(v: &serde_json::Value, field: &str) -> Vec<(String, String)> {
+    v["user_ids"].as_array().unwrap().iter().map(|r| (r["name_hash"].to_string(), r[field].to_string())).collect()
+}
+
+/// The same as gpg 2.4.7 from the Debian 13 chroot (when
+/// KBXSCOPE_GNUPG24_CHROOT names one): computed before gpg 2.4.7's check,
+/// its `depth:` lines and every user id's record equal what gpg 2.4.7 then
+/// prints and stores, and `list --gnupg-version 2.4`'s validity column
+/// equals its `gpg -k`'s.
+fn the_check_equals_gnupg24s_on_the_arch_linux_web_of_trust() {
+    let Some((chroot, inner, outer)) = crate::common::gnupg24_dir("the_check_equals_gnupg24s", "arch") else {
+        return;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&outer, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    for f in ["archlinux.gpg", "archlinux-trusted", "archlinux-revoked"] {
+        std::fs::copy(Path::new("/usr/share/keyrings").join(f), outer.join(f)).unwrap();
+    }
+    let gpg24 = |args: &[&str]| {
+        let o = Command::new("chroot")
+            .arg(&chroot)
+            .args(["gpg", "--homedir", &inner, "--batch", "--yes"])
+            .args(args)
+            .env("LC_ALL", "C")
+            .env("LANGUAGE", "C")
+            .output()
+            .expect("run chroot gpg");
+        assert!(o.status.success(), "gpg 2.4 {args:?}: {}", stderr(&o));
+        o
+    };
+    pacman_key_populate(&|args| drop(gpg24(args)), &inner);
+    let check = |json: bool| {
+        let mut c = cmd();
+        c.args(["--gnupg-version", "2.4", "trustdb", "--check"]);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.arg(&outer).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let predicted: serde_json::Value = serde_json::from_str(&check(true)).unwrap();
+    let lines = check(false);
+    let ran = gpg24(&["--check-trustdb"]);
+    assert_eq!(depth_lines(&lines), depth_lines(&stderr(&ran)), "gpg 2.4.7's walk");
+    let after: serde_json::Value = serde_json::from_str(&check(true)).unwrap();
+    assert_eq!(check_rows(&predicted, "computed"), check_rows(&after, "stored"));
+    assert_eq!(after["differ"], 0);
+    let theirs = stdout(&gpg24(&["--display-charset", "utf-8", "--list-keys"]));
+    let o = cmd()
+        .args(["--gnupg-version", "2.4", "list", "--type", "openpgp"])
+        .arg(outer.join("pubring.kbx"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let uid_lines = |t: &str| t.lines().filter(|l| l.starts_with("uid ")).map(String::from).collect::<Vec<_>>();
+    assert_eq!(uid_lines(&stdout(&o)), uid_lines(&theirs));
+    let _ = Command::new("chroot").arg(&chroot).args(["gpgconf", "--homedir", &inner, "--kill", "all"]).output();
+    std::fs::remove_dir_all(&outer).unwrap();
 }
 
 /// `kbxscope trustdb --check HOME`: its JSON, or its text as one JSON string.
