@@ -146,8 +146,7 @@ fn compare(keys: &[KeySigs], db: &TrustDb, checked: &Checked) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for k in keys {
-        let fpr = kbx_format::dump::parse_hex(&k.key.fingerprint).unwrap_or_default();
-        let Some(f20) = fpr.get(..20).and_then(|f| <[u8; 20]>::try_from(f).ok()) else { continue };
+        let f20 = trustdb::fpr20(&kbx_format::dump::parse_hex(&k.key.fingerprint).unwrap_or_default());
         let record = db.keys.iter().find(|r| r.trust.fingerprint == f20);
         for g in k.signatures.iter().filter(|g| matches!(g.kind, "uid" | "uat")) {
             let hash = trustdb::name_hash(&g.id);

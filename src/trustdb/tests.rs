@@ -108,3 +108,17 @@ fn name_hash_is_ripemd160() {
     // RIPEMD-160's own test vector.
     assert_eq!(kbx_format::dump::hex_lower(&name_hash(b"abc")), "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc");
 }
+
+#[test]
+fn keys_are_filed_under_gpgs_20_bytes() {
+    let v4: Vec<u8> = (0..20).collect();
+    assert_eq!(fpr20(&v4).to_vec(), v4);
+    // A v5 fingerprint: bytes 20-31, then its key id (bytes 0-7).
+    let v5: Vec<u8> = (0..32).collect();
+    let want: Vec<u8> = (20..32).chain(0..8).collect();
+    assert_eq!(fpr20(&v5).to_vec(), want);
+    // A v3 one (16 bytes): zeros after it.
+    let v3 = [7u8; 16];
+    assert_eq!(fpr20(&v3)[..16], v3);
+    assert_eq!(fpr20(&v3)[16..], [0; 4]);
+}

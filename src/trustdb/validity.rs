@@ -143,14 +143,30 @@ impl Validity {
     }
 }
 
+/// The 20 bytes a key's trust record is filed under (gpg's
+/// `fpr20_from_fpr`): a v4 fingerprint as it is; of a v5 (32-byte) one,
+/// bytes 20–31 and then 0–7 (its key id last, as a v4 fingerprint ends in
+/// its key id); a shorter one (v3) filled up with zeros.
+pub fn fpr20(fingerprint: &[u8]) -> [u8; 20] {
+    let mut out = [0u8; 20];
+    if fingerprint.len() >= 32 {
+        out[..12].copy_from_slice(&fingerprint[20..32]);
+        out[12..].copy_from_slice(&fingerprint[..8]);
+    } else {
+        let n = fingerprint.len().min(20);
+        out[..n].copy_from_slice(&fingerprint[..n]);
+    }
+    out
+}
+
 /// What gpg stores under a user id: the RIPEMD-160 of its bytes.
 pub fn name_hash(user_id: &[u8]) -> [u8; 20] {
     use ripemd::{Digest, Ripemd160};
     Ripemd160::digest(user_id).into()
 }
 
-/// A validity record as a check stores it: the key's fingerprint (its
-/// first 20 bytes), the user id's name hash, the validity.
+/// A validity record as a check stores it: the key's [`fpr20`], the user
+/// id's name hash, the validity.
 pub type CheckedRecord = ([u8; 20], [u8; 20], u8);
 
 /// How a key stands apart from the trust database.
@@ -169,9 +185,8 @@ pub struct Validities {
     model: Model,
     /// The database's next-check time (`None`: no database).
     next_check: Option<u32>,
-    /// A key's owner trust byte and validity records, by the 20 bytes of
-    /// its fingerprint gpg files it under; only keys gpg's hash table
-    /// leads to.
+    /// A key's owner trust byte and validity records, by the 20 bytes
+    /// gpg files it under ([`fpr20`]); only keys gpg's hash table leads to.
     keys: HashMap<[u8; 20], Stored>,
 }
 
@@ -202,7 +217,7 @@ impl Validities {
     }
 
     /// The same with the validity records a trust-database check computed
-    /// (key fingerprint's first 20 bytes, name hash, validity) in place of
+    /// (the key's [`fpr20`], name hash, validity) in place of
     /// the stored ones: what gpg shows after its automatic check.
     pub fn with_checked(mut self, records: impl IntoIterator<Item = CheckedRecord>) -> Self {
         for (_, list) in self.keys.values_mut() {
@@ -276,10 +291,7 @@ impl Validities {
     /// What the database (or, for direct, the owner trust) says: of one
     /// user id, or the best over the key's records.
     fn stored(&self, fingerprint: &[u8], name: Option<&[u8; 20]>) -> Validity {
-        let Some(fpr) = fingerprint.get(..20).and_then(|f| <[u8; 20]>::try_from(f).ok()) else {
-            return Validity::Unknown;
-        };
-        let Some((ownertrust, list)) = self.keys.get(&fpr) else { return Validity::Unknown };
+        let Some((ownertrust, list)) = self.keys.get(&fpr20(fingerprint)) else { return Validity::Unknown };
         match self.model {
             Model::Direct => Validity::of_byte(*ownertrust),
             Model::Pgp | Model::Classic => match name {

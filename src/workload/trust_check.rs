@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use super::sigs::KeySigs;
 use crate::openpgp::{SigLine, SigStatus};
-use crate::trustdb::{name_hash, Model, TrustDb};
+use crate::trustdb::{fpr20, name_hash, Model, TrustDb};
 
 /// gpg's trust values the check stores.
 const UNDEFINED: u8 = 2;
@@ -109,8 +109,8 @@ impl Depth {
 /// The check's result.
 #[derive(Debug, Clone, Default)]
 pub struct Checked {
-    /// Per key (the first 20 bytes of its fingerprint, as the trust
-    /// database files it) and user id (its name hash): what is stored;
+    /// Per key (the 20 bytes the trust database files it under,
+    /// [`fpr20`]) and user id (its name hash): what is stored;
     /// a user id not here is stored as 0.
     pub stored: HashMap<([u8; 20], [u8; 20]), Stored>,
     /// The levels walked.
@@ -162,15 +162,15 @@ fn key_id(hex: &str) -> [u8; 8] {
     b.get(b.len().saturating_sub(8)..).and_then(|s| s.try_into().ok()).unwrap_or([0; 8])
 }
 
-fn first20(hex: &str) -> [u8; 20] {
-    let b = kbx_format::dump::parse_hex(hex).unwrap_or_default();
-    b.get(..20).and_then(|s| s.try_into().ok()).unwrap_or([0; 20])
+/// The 20 bytes the trust database files a key under ([`fpr20`]).
+fn filed_as(hex: &str) -> [u8; 20] {
+    fpr20(&kbx_format::dump::parse_hex(hex).unwrap_or_default())
 }
 
 fn kbs<'a>(keys: &'a [KeySigs], now: i64) -> Vec<Kb<'a>> {
     keys.iter()
         .map(|k| Kb {
-            fpr: first20(&k.key.fingerprint),
+            fpr: filed_as(&k.key.fingerprint),
             kid: key_id(&k.key.key_id),
             revoked: k.key.life.revoked,
             expired: k.key.life.expired(now),
