@@ -511,8 +511,10 @@ fn a_second_store_left_behind() {
 }
 
 /// A trust database whose check is pending (an owner trust imported):
-/// gpg's next listing says "checking the trustdb"; after doctor's
-/// command it does not, and doctor finds nothing more.
+/// doctor says how many user ids' validity the check will change, and
+/// gpg's check changes that many; gpg's next listing says "checking the
+/// trustdb"; after doctor's command it does not, and doctor finds nothing
+/// more.
 fn a_trust_database_check_due() {
     let dir = tempfile::tempdir().unwrap();
     let (fpr, _) = exported_key(dir.path());
@@ -524,8 +526,21 @@ fn a_trust_database_check_due() {
     let f = one(&report, "trustdb-check-due");
     assert_eq!(f["evidence"]["next_check"].as_u64(), Some(1));
     assert_eq!(report["trust"]["check_due"], true);
+    // The full report says what the check will change; gpg's check then
+    // changes just that many user ids' validity.
+    let (full, _) = doctor(&home, &[]);
+    let changes = one(&full, "trustdb-check-due")["evidence"]["check"]["changes"].as_u64().expect("computed");
     let real = copy_home(&home, "real");
     assert!(stderr(&gpg(&real, &["-k"])).contains("checking the trustdb"));
+    let validities = |h: &Path| -> Vec<String> {
+        let o = run(["--gnupg-version", "2.2", "trustdb", "--check", "--json", h.to_str().unwrap()]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["user_ids"].as_array().unwrap().iter().map(|r| r["stored"]["validity"].to_string()).collect()
+    };
+    let (before, after) = (validities(&home), validities(&real));
+    let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count() as u64;
+    assert!(changed > 0);
+    assert_eq!(changes, changed, "user ids whose validity gpg's check changed");
     let fixed = copy_home(&home, "fixed");
     let (report, _) = doctor(&fixed, &["--quick"]);
     let fix = &one(&report, "trustdb-check-due")["fix"];

@@ -17,7 +17,7 @@ use kbxscope::openpgp::{Judge, Mode};
 use kbxscope::timefmt;
 use kbxscope::trustdb::{self, Model, TrustDb};
 use kbxscope::workload::sigs::{self, KeySigs};
-use kbxscope::workload::trust_check::{self, CheckOptions, Checked};
+use kbxscope::workload::trust_check::{self, CheckOptions};
 
 /// The largest trust database read: gpg's for a million keys is far below.
 const MAX_BYTES: u64 = 1 << 30;
@@ -87,8 +87,8 @@ fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion,
     let model = Model::of_database(Some(db));
     let o = CheckOptions::of(db, model, now);
     let checked = trust_check::compute(&keys, db, &o).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let rows = compare(&keys, db, &checked);
-    let differ = rows.iter().filter(|r| r.3 != r.4).count();
+    let rows = trust_check::compare(&keys, db, &checked);
+    let differ = rows.iter().filter(|r| r.stored != r.computed).count();
     let mut out = std::io::stdout().lock();
     if json {
         let v = serde_json::json!({
@@ -96,10 +96,7 @@ fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion,
             "model": model.name(),
             "depths": checked.depths,
             "ultimately_trusted": checked.ultimate,
-            "user_ids": rows.iter().map(|(fpr, hash, uid, stored, computed)| serde_json::json!({
-                "fingerprint": fpr, "name_hash": hash, "user_id": uid,
-                "stored": stored, "computed": computed,
-            })).collect::<Vec<_>>(),
+            "user_ids": rows,
             "differ": differ,
         });
         writeln!(out, "{v}")?;
@@ -119,14 +116,17 @@ fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion,
     }
     let mut by: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for r in &rows {
-        *by.entry(trustdb::trust_name(r.4.validity)).or_default() += 1;
+        *by.entry(trustdb::trust_name(r.computed.validity)).or_default() += 1;
     }
     let counts: Vec<String> = by.iter().map(|(n, c)| format!("{c} {n}")).collect();
     writeln!(out, "{} user ids: {}; {differ} differ from what the database holds", rows.len(), counts.join(", "))?;
-    for (fpr, _, uid, stored, computed) in rows.iter().filter(|r| r.3 != r.4) {
+    for r in rows.iter().filter(|r| r.stored != r.computed) {
+        let (stored, computed) = (&r.stored, &r.computed);
         writeln!(
             out,
-            "{fpr} {uid}: stored {} ({} full, {} marginal), check {} ({} full, {} marginal)",
+            "{} {}: stored {} ({} full, {} marginal), check {} ({} full, {} marginal)",
+            r.fingerprint,
+            r.user_id,
             trustdb::trust_name(stored.validity),
             stored.full_count,
             stored.marginal_count,
@@ -136,37 +136,6 @@ fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion,
         )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Per user id of the keys: fingerprint, name hash (hex), the user id,
-/// what the database holds and what the check computed.
-type Row = (String, String, String, trust_check::Stored, trust_check::Stored);
-
-fn compare(keys: &[KeySigs], db: &TrustDb, checked: &Checked) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for k in keys {
-        let f20 = trustdb::fpr20(&kbx_format::dump::parse_hex(&k.key.fingerprint).unwrap_or_default());
-        let record = db.keys.iter().find(|r| r.trust.fingerprint == f20);
-        for g in k.signatures.iter().filter(|g| matches!(g.kind, "uid" | "uat")) {
-            let hash = trustdb::name_hash(&g.id);
-            let stored = record
-                .and_then(|r| r.validities.iter().find(|v| v.name_hash == hash))
-                .map(|v| trust_check::Stored {
-                    validity: v.validity & 15,
-                    full_count: v.full_count,
-                    marginal_count: v.marginal_count,
-                })
-                .unwrap_or_default();
-            // A user id twice on a key has one record.
-            if !seen.insert((f20, hash)) {
-                continue;
-            }
-            let hex = kbx_format::dump::hex_upper(&hash);
-            rows.push((k.key.fingerprint.clone(), hex, g.label.clone(), stored, checked.get(&f20, &hash)));
-        }
-    }
-    rows
 }
 
 /// The report: comments gpg's import skips, then its export's lines.

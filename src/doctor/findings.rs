@@ -261,20 +261,43 @@ pub(super) fn damaged_trustdb(path: &Path, record: u32, what: &str, count: usize
     .note("gpg --check-trustdb rebuilds what it can; a database gpg cannot read is best moved away and rebuilt")
 }
 
-/// The trust database's check, due.
-pub(super) fn trustdb_due(t: &Trust, path: &Path, o: &Options) -> Finding {
+/// What the due check would change, computed.
+#[derive(Debug, Clone)]
+pub(super) struct CheckChanges {
+    /// User ids of the keybox.
+    pub user_ids: usize,
+    /// Those whose validity the check changes.
+    pub changes: usize,
+    /// gpg's `depth:` lines of the check.
+    pub depths: Vec<String>,
+    /// How long kbxscope took to compute it (not gpg's cost).
+    pub seconds: f64,
+}
+
+/// The trust database's check, due; `computed`: what it would change.
+pub(super) fn trustdb_due(t: &Trust, path: &Path, o: &Options, computed: Option<&CheckChanges>) -> Finding {
     let why = match (&t.options_differ, &t.trustdb) {
         (Some(d), _) => format!("gpg.conf sets another web of trust than the database was built for ({d})"),
         (None, Some(h)) if h.next_check == 1 => "the owner trust changed since the last check".to_string(),
         (None, Some(h)) => format!("its next check was due at {}", crate::timefmt::rfc3339(i64::from(h.next_check))),
         (None, None) => String::new(),
     };
+    let changes = computed.map_or(String::new(), |c| {
+        format!(
+            "; it will change the validity of {} of the keybox's {} user ids (kbxscope trustdb --check lists them)",
+            c.changes, c.user_ids
+        )
+    });
+    let check = computed.map(|c| {
+        json!({ "user_ids": c.user_ids, "changes": c.changes, "depths": c.depths, "computed_in_seconds": c.seconds })
+    });
     finding(
         "trustdb-check-due",
-        format!("the next gpg command that shows validity checks the trust database first (\"checking the trustdb\"): {why}"),
+        format!("the next gpg command that shows validity checks the trust database first (\"checking the trustdb\"): {why}{changes}"),
         json!({ "path": path, "model": t.model, "next_check": t.trustdb.as_ref().map(|h| h.next_check),
                 "options_differ": t.options_differ, "now": o.now, "cost_seconds": null,
-                "cost": "not measured: kbxscope does not replay the trust database yet" }),
+                "cost": "not measured: kbxscope computes the check but does not replay its I/O yet",
+                "check": check }),
     )
     .fix(format!("{} --check-trustdb", o.gpg))
     .note("runs the check now, when it suits you, instead of inside a command that must be quick")

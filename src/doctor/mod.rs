@@ -354,6 +354,7 @@ const TRUSTDB_MAX_BYTES: u64 = 256 << 20;
 /// The trust model and the trust database's schedule.
 fn trust(o: &Options, confs: &Confs, entries: &[Entry], found: &mut Vec<Finding>) -> Trust {
     let path = o.home.join("trustdb.gpg");
+    let mut whole: Option<trustdb::TrustDb> = None;
     let header = entries.iter().find(|e| e.path == path && e.is_file()).and_then(|_| {
         match home::read_head(&path, TRUSTDB_MAX_BYTES) {
             // The header is read even from a database too large to read whole.
@@ -363,7 +364,9 @@ fn trust(o: &Options, confs: &Confs, entries: &[Entry], found: &mut Vec<Finding>
                     if let Some(d) = db.damage.first() {
                         found.push(findings::damaged_trustdb(&path, d.record, &d.what.to_string(), db.damage.len()));
                     }
-                    Some(db.header)
+                    let header = db.header.clone();
+                    whole = Some(db);
+                    Some(header)
                 }
                 Err(e) => {
                     found.push(findings::damaged_trustdb(&path, 0, &e.to_string(), 1));
@@ -394,7 +397,39 @@ fn trust(o: &Options, confs: &Confs, entries: &[Entry], found: &mut Vec<Finding>
     let check_due = checks && !auto_check_off && (scheduled || mismatch.is_some());
     let t = Trust { model, decided_by, trustdb: header, auto_check_off, check_due, options_differ: mismatch };
     if t.check_due {
-        found.push(findings::trustdb_due(&t, &path, o));
+        let computed = match (&whole, o.quick) {
+            (Some(db), false) => what_the_check_changes(o, db, &t.model),
+            _ => None,
+        };
+        found.push(findings::trustdb_due(&t, &path, o, computed.as_ref()));
     }
     t
+}
+
+/// What gpg's check would change, computed over the home's keybox (its
+/// signatures checked in one pass, read through doctor's own tally):
+/// `None` where there is no keybox or the model is not one gpg checks.
+fn what_the_check_changes(o: &Options, db: &trustdb::TrustDb, model: &str) -> Option<findings::CheckChanges> {
+    use crate::workload::trust_check::{self, CheckOptions};
+    let model = trustdb::Model::from_option(model)?;
+    let keybox = o.home.join("pubring.kbx");
+    let tally = IoTally::new(BufferSize::Bytes(1 << 16));
+    let store = Store::open(&keybox, &tally).ok()?;
+    let started = std::time::Instant::now();
+    let mut keys = Vec::new();
+    let judge = crate::openpgp::Judge { version: o.version, now: o.now };
+    let strategy = crate::lookup::Strategy::Index;
+    let ran =
+        crate::workload::sigs::run(&store, crate::openpgp::Mode::CheckSigs, strategy, judge, |k| keys.push(k)).ok()?;
+    if ran.outcome.fatal.is_some() {
+        return None;
+    }
+    let checked = trust_check::compute(&keys, db, &CheckOptions::of(db, model, o.now)).ok()?;
+    let rows = trust_check::compare(&keys, db, &checked);
+    Some(findings::CheckChanges {
+        user_ids: rows.len(),
+        changes: rows.iter().filter(|r| r.stored.validity != r.computed.validity).count(),
+        depths: checked.depths.iter().map(|d| d.line()).collect(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }

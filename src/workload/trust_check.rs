@@ -437,6 +437,57 @@ pub fn compute(keys: &[KeySigs], db: &TrustDb, o: &CheckOptions) -> Result<Check
     Ok(out)
 }
 
+/// One user id: what the trust database holds, against what the check
+/// computed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    /// The key's fingerprint, upper-case hex.
+    pub fingerprint: String,
+    /// The user id's name hash, upper-case hex.
+    pub name_hash: String,
+    /// The user id (lossy UTF-8) or gpg's name of the attribute.
+    pub user_id: String,
+    /// The record the database holds (0s where it holds none).
+    pub stored: Stored,
+    /// What the check stores.
+    pub computed: Stored,
+}
+
+/// Every user id of `keys` (once per key where it appears twice: it has
+/// one record): the stored record beside the computed one.
+pub fn compare(keys: &[KeySigs], db: &TrustDb, checked: &Checked) -> Vec<Compared> {
+    let records: HashMap<[u8; 20], &crate::trustdb::Key> =
+        db.keys.iter().rev().map(|k| (k.trust.fingerprint, k)).collect();
+    let mut seen = HashSet::new();
+    let mut rows = Vec::new();
+    for k in keys {
+        let fpr = filed_as(&k.key.fingerprint);
+        let record = records.get(&fpr);
+        for g in k.signatures.iter().filter(|g| matches!(g.kind, "uid" | "uat")) {
+            let hash = name_hash(&g.id);
+            if !seen.insert((fpr, hash)) {
+                continue;
+            }
+            let stored = record
+                .and_then(|r| r.validities.iter().find(|v| v.name_hash == hash))
+                .map(|v| Stored {
+                    validity: v.validity & 15,
+                    full_count: v.full_count,
+                    marginal_count: v.marginal_count,
+                })
+                .unwrap_or_default();
+            rows.push(Compared {
+                fingerprint: k.key.fingerprint.clone(),
+                name_hash: kbx_format::dump::hex_upper(&hash),
+                user_id: g.label.clone(),
+                stored,
+                computed: checked.get(&fpr, &hash),
+            });
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
