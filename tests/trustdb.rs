@@ -14,6 +14,7 @@ crate::tests!(
     the_output_imports_back_into_gpg needs ["gpg"],
     damage_is_named_and_nothing_changes needs ["gpg"],
     listings_show_gpgs_validity_in_each_trust_model needs ["gpg"],
+    the_validity_column_on_bad_input,
     validity_equals_gpgs_on_the_arch_linux_web_of_trust needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
     the_check_equals_gnupg24s_on_the_arch_linux_web_of_trust needs ["/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
     owner_trusts_and_header_equal_gnupg24s,
@@ -341,6 +342,35 @@ fn json_validities(lines: &str) -> Vec<(String, String, Vec<String>)> {
             (v["fingerprint"].as_str().unwrap().to_string(), letter(&v["validity"]), uids)
         })
         .collect()
+}
+
+/// Bad input for the validity column: a named database that is not there,
+/// a file that is no trust database beside the keybox (gpg stops on it
+/// too), a model kbxscope does not compute: one line each; the same file
+/// as a home's database for `trustdb --check`: one line.
+fn the_validity_column_on_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let keybox = dir.path().join("pubring.kbx");
+    std::fs::copy(fixture("gnupg-mixed.kbx"), &keybox).unwrap();
+    let one_line = |args: &[&str], code: i32, names: &str| {
+        let o = cmd().args(args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+        stdout(&o)
+    };
+    let k = keybox.to_str().unwrap();
+    one_line(&["list", "--trustdb", "/nonexistent/trustdb.gpg", k], 1, "/nonexistent/trustdb.gpg");
+    let listed = one_line(&["list", "--type", "openpgp", "--trust-model", "tofu", k], 0, "trust model tofu");
+    assert!(listed.contains("\nuid           Dieter Núñez"), "no column: {listed}");
+    let db = dir.path().join("trustdb.gpg");
+    std::fs::write(&db, b"not a trust database, forty bytes long...").unwrap();
+    one_line(&["list", k], 1, db.to_str().unwrap());
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::copy(&db, empty.join("trustdb.gpg")).unwrap();
+    one_line(&["trustdb", "--check", empty.to_str().unwrap()], 1, "trustdb.gpg");
 }
 
 /// gpg's colon letter of a validity word of kbxscope's JSON.
