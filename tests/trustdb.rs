@@ -16,6 +16,8 @@ crate::tests!(
     listings_show_gpgs_validity_in_each_trust_model needs ["gpg"],
     the_validity_column_on_bad_input,
     validity_equals_gpgs_on_the_arch_linux_web_of_trust needs ["gpg", "/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
+    the_check_equals_gnupg24s_through_keyboxd needs ["gpg"],
+    the_check_equals_gpgs_on_the_fixture needs ["gpg"],
     the_check_equals_gnupg24s_on_the_arch_linux_web_of_trust needs ["/usr/share/keyrings/archlinux.gpg", "/usr/share/keyrings/archlinux-trusted", "/usr/share/keyrings/archlinux-revoked"],
     owner_trusts_and_header_equal_gnupg24s,
 );
@@ -36,11 +38,7 @@ fn gpg(home: &Path, args: &[&str]) -> std::process::Output {
 fn trusted_home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     std::fs::create_dir(&home).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    private(&home);
     std::fs::copy(fixture("gnupg-mixed.kbx"), home.join("pubring.kbx")).unwrap();
     let listing = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
     let fprs: Vec<&str> = listing
@@ -73,11 +71,7 @@ fn trusted_home(dir: &Path) -> PathBuf {
 fn copy_home(home: &Path, dir: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     std::fs::create_dir(&to).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    private(&to);
     for f in ["pubring.kbx", "trustdb.gpg"] {
         std::fs::copy(home.join(f), to.join(f)).unwrap();
     }
@@ -169,11 +163,7 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    private(&home);
     pacman_key_populate(&|args| drop(gpg(&home, args)), "/usr/share/keyrings");
     let keybox = home.join("pubring.kbx");
     let run = |extra: &[&str]| {
@@ -188,23 +178,10 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
     };
     let uid_lines = |t: &str| t.lines().filter(|l| l.starts_with("uid ")).map(String::from).collect::<Vec<_>>();
     // The check gpg is about to run, computed beforehand from the keybox
-    // and the owner trusts; and the listing gpg would show after it.
-    let predicted = kbxscope_check(&home, true);
+    // and the owner trusts, against gpg's; and the listing gpg would show
+    // after it.
     let listed_before = uid_lines(&run(&[]));
-    let lines = kbxscope_check(&home, false).as_str().unwrap().to_string();
-    let ran = Command::new("gpg")
-        .args(["--homedir", home.to_str().unwrap(), "--batch", "--check-trustdb"])
-        .env("LC_ALL", "C")
-        .env("LANGUAGE", "C")
-        .output()
-        .unwrap();
-    assert!(ran.status.success(), "{}", stderr(&ran));
-    assert_eq!(depth_lines(&lines), depth_lines(&stderr(&ran)), "the walk, level by level");
-    assert!(depth_lines(&lines).len() >= 3, "{lines}");
-    // What gpg stored is what kbxscope computed, for every user id.
-    let after = kbxscope_check(&home, true);
-    assert_eq!(check_rows(&predicted, "computed"), check_rows(&after, "stored"));
-    assert_eq!(after["differ"], 0, "{after:#}");
+    check_before_gpg(&home, "2.2", &|| gpg_check_trustdb(&home));
     let theirs = stdout(&gpg(&home, &["--display-charset", "utf-8", "--list-keys"]));
     let colons = stdout(&gpg(&home, &["--with-colons", "--list-keys"]));
     stop_gnupg_daemons(&home);
@@ -263,44 +240,13 @@ fn the_check_equals_gnupg24s_on_the_arch_linux_web_of_trust() {
     let Some((chroot, inner, outer)) = crate::common::gnupg24_dir("the_check_equals_gnupg24s", "arch") else {
         return;
     };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&outer, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    private(&outer);
     for f in ["archlinux.gpg", "archlinux-trusted", "archlinux-revoked"] {
         std::fs::copy(Path::new("/usr/share/keyrings").join(f), outer.join(f)).unwrap();
     }
-    let gpg24 = |args: &[&str]| {
-        let o = Command::new("chroot")
-            .arg(&chroot)
-            .args(["gpg", "--homedir", &inner, "--batch", "--yes"])
-            .args(args)
-            .env("LC_ALL", "C")
-            .env("LANGUAGE", "C")
-            .output()
-            .expect("run chroot gpg");
-        assert!(o.status.success(), "gpg 2.4 {args:?}: {}", stderr(&o));
-        o
-    };
+    let gpg24 = |args: &[&str]| run_gpg24(&chroot, &inner, args);
     pacman_key_populate(&|args| drop(gpg24(args)), &inner);
-    let check = |json: bool| {
-        let mut c = cmd();
-        c.args(["--gnupg-version", "2.4", "trustdb", "--check"]);
-        if json {
-            c.arg("--json");
-        }
-        let o = c.arg(&outer).output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        stdout(&o)
-    };
-    let predicted: serde_json::Value = serde_json::from_str(&check(true)).unwrap();
-    let lines = check(false);
-    let ran = gpg24(&["--check-trustdb"]);
-    assert_eq!(depth_lines(&lines), depth_lines(&stderr(&ran)), "gpg 2.4.7's walk");
-    let after: serde_json::Value = serde_json::from_str(&check(true)).unwrap();
-    assert_eq!(check_rows(&predicted, "computed"), check_rows(&after, "stored"));
-    assert_eq!(after["differ"], 0);
+    check_before_gpg(&outer, "2.4", &|| stderr(&gpg24(&["--check-trustdb"])));
     let theirs = stdout(&gpg24(&["--display-charset", "utf-8", "--list-keys"]));
     let o = cmd()
         .args(["--gnupg-version", "2.4", "list", "--type", "openpgp"])
@@ -314,20 +260,114 @@ fn the_check_equals_gnupg24s_on_the_arch_linux_web_of_trust() {
     std::fs::remove_dir_all(&outer).unwrap();
 }
 
-/// `kbxscope trustdb --check HOME`: its JSON, or its text as one JSON string.
-fn kbxscope_check(home: &Path, json: bool) -> serde_json::Value {
-    let mut c = cmd();
-    c.args(["--gnupg-version", "2.2", "trustdb", "--check"]);
-    if json {
-        c.arg("--json");
+/// GnuPG 2.4.7 through keyboxd (the Debian 13 chroot, optional): keyboxd's
+/// search has no skip list, so gpg's check walks every key at every level,
+/// ultimately trusted ones included (a trusted key certified by a key of
+/// unknown owner trust ends up `undefined`). Computed before gpg 2.4.7's
+/// check on the mixed fixture's keys in a `use-keyboxd` home: its `depth:`
+/// lines and every user id's record equal gpg's.
+fn the_check_equals_gnupg24s_through_keyboxd() {
+    let Some((chroot, inner, outer)) = crate::common::gnupg24_dir("the_check_equals_gnupg24s_through_keyboxd", "kbd")
+    else {
+        return;
+    };
+    private(&outer);
+    std::fs::write(outer.join("common.conf"), "use-keyboxd\n").unwrap();
+    let keys = Command::new("gpg")
+        .args(["--homedir", outer.to_str().unwrap(), "--batch", "--no-default-keyring", "--keyring"])
+        .arg(fixture("gnupg-mixed.kbx"))
+        .arg("--export")
+        .output()
+        .unwrap();
+    assert!(keys.status.success() && !keys.stdout.is_empty(), "{}", stderr(&keys));
+    std::fs::write(outer.join("keys.gpg"), &keys.stdout).unwrap();
+    let gpg24 = |args: &[&str]| run_gpg24(&chroot, &inner, args);
+    gpg24(&["--import", &format!("{inner}/keys.gpg")]);
+    std::fs::write(outer.join("ownertrust.txt"), TWO_TRUSTED).unwrap();
+    gpg24(&["--import-ownertrust", &format!("{inner}/ownertrust.txt")]);
+    check_before_gpg(&outer, "2.4", &|| stderr(&gpg24(&["--check-trustdb"])));
+    let _ = Command::new("chroot").arg(&chroot).args(["gpgconf", "--homedir", &inner, "--kill", "all"]).output();
+    std::fs::remove_dir_all(&outer).unwrap();
+}
+
+/// `trustdb --check` on HOME before gpg's check (`run`, which returns
+/// gpg's stderr) and after it, as GnuPG `version`: the `depth:` lines
+/// equal gpg's, what was computed before is what gpg stored, and nothing
+/// differs after.
+fn check_before_gpg(home: &Path, version: &str, run: &dyn Fn() -> String) {
+    let check = |json: bool| {
+        let mut c = cmd();
+        c.args(["--gnupg-version", version, "trustdb", "--check"]);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.arg(home).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let predicted: serde_json::Value = serde_json::from_str(&check(true)).unwrap();
+    let lines = check(false);
+    let theirs = run();
+    assert_eq!(depth_lines(&lines), depth_lines(&theirs), "gpg {version}'s walk");
+    assert!(!depth_lines(&lines).is_empty(), "{lines}");
+    let after: serde_json::Value = serde_json::from_str(&check(true)).unwrap();
+    assert_eq!(check_rows(&predicted, "computed"), check_rows(&after, "stored"), "gpg {version}");
+    assert_eq!(after["differ"], 0, "{after:#}");
+}
+
+/// gpg 2.2.40 on the mixed fixture's keybox with two keys ultimately
+/// trusted (one with a photo id whose bytes the signature walk lets go
+/// of): computed before gpg's check, equal to what gpg prints and stores.
+fn the_check_equals_gpgs_on_the_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    private(&home);
+    std::fs::copy(fixture("gnupg-mixed.kbx"), home.join("pubring.kbx")).unwrap();
+    std::fs::write(home.join("ownertrust.txt"), TWO_TRUSTED).unwrap();
+    gpg(&home, &["--import-ownertrust", home.join("ownertrust.txt").to_str().unwrap()]);
+    check_before_gpg(&home, "2.2", &|| gpg_check_trustdb(&home));
+    stop_gnupg_daemons(&home);
+}
+
+/// Two keys of the mixed fixture to trust ultimately: one is certified by
+/// keys only the second level reaches, one has a photo id.
+const TWO_TRUSTED: &str = "0B26DE4287D9CC3D0591DC149859E46E2E1D2E54:6:\n1855DEFD906B04902057ADCC87871F7B33C3ED33:6:\n";
+
+/// Only its owner may enter `dir` (gpg warns of a home others may read).
+fn private(dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
-    let o = c.arg(home).output().unwrap();
+}
+
+/// gpg 2.4.7 in `chroot` on the home `inner` (its path there), in the C
+/// locale; it must succeed.
+fn run_gpg24(chroot: &Path, inner: &str, args: &[&str]) -> std::process::Output {
+    let o = Command::new("chroot")
+        .arg(chroot)
+        .args(["gpg", "--homedir", inner, "--batch", "--yes"])
+        .args(args)
+        .env("LC_ALL", "C")
+        .env("LANGUAGE", "C")
+        .output()
+        .expect("run chroot gpg");
+    assert!(o.status.success(), "gpg 2.4 {args:?}: {}", stderr(&o));
+    o
+}
+
+/// `gpg --check-trustdb` (2.2) on `home` in the C locale: its stderr.
+fn gpg_check_trustdb(home: &Path) -> String {
+    let o = Command::new("gpg")
+        .args(["--homedir", home.to_str().unwrap(), "--batch", "--check-trustdb"])
+        .env("LC_ALL", "C")
+        .env("LANGUAGE", "C")
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    if json {
-        serde_json::from_slice(&o.stdout).unwrap()
-    } else {
-        serde_json::Value::String(stdout(&o))
-    }
+    stderr(&o)
 }
 
 /// Per key of `list --json`'s lines: its fingerprint, and the colon
@@ -514,11 +554,7 @@ fn owner_trusts_and_header_equal_gnupg24s() {
     else {
         return;
     };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&outer, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    private(&outer);
     std::fs::copy(fixture("gnupg-mixed.kbx"), outer.join("pubring.kbx")).unwrap();
     let gpg24 = |args: &[&str]| {
         let o = Command::new("chroot")

@@ -34,7 +34,7 @@ pub fn listing(l: &Listed, now: i64, validity: Option<&Validities>) -> String {
                 let _ = writeln!(
                     s,
                     "uid           {}{uid}",
-                    column(validity, &k.fingerprint, key_state(&k.life, now), bytes)
+                    column(validity, &k.fingerprint, key_state(&k.life, now), &name_hash(bytes))
                 );
             }
             // gpg prints a user attribute where a user id goes, by its name.
@@ -43,7 +43,7 @@ pub fn listing(l: &Listed, now: i64, validity: Option<&Validities>) -> String {
                 let _ = writeln!(
                     s,
                     "uid           {}{name}",
-                    column(validity, &k.fingerprint, key_state(&k.life, now), bytes)
+                    column(validity, &k.fingerprint, key_state(&k.life, now), &name_hash(bytes))
                 );
             }
             for _ in k.user_attribute_bytes.len()..k.user_attributes {
@@ -86,13 +86,13 @@ pub(super) fn key_state(life: &KeyLife, now: i64) -> KeyState {
     KeyState { revoked: life.revoked, expired: life.expired(now) }
 }
 
-/// The validity column and its space before a shown user id (`uid`
-/// bytes) of the key with the hex `fingerprint`; empty where the
-/// validity is not computed.
-pub(super) fn column(validity: Option<&Validities>, fingerprint: &str, key: KeyState, uid: &[u8]) -> String {
+/// The validity column and its space before a shown user id (its `name`
+/// hash) of the key with the hex `fingerprint`; empty where the validity
+/// is not computed.
+pub(super) fn column(validity: Option<&Validities>, fingerprint: &str, key: KeyState, name: &[u8; 20]) -> String {
     let fpr = kbx_format::dump::parse_hex(fingerprint).unwrap_or_default();
     validity
-        .and_then(|v| v.user_id(&fpr, key, &name_hash(uid), false, false))
+        .and_then(|v| v.user_id(&fpr, key, name, false, false))
         .map(|v| format!("{} ", v.column()))
         .unwrap_or_default()
 }

@@ -139,14 +139,22 @@ fn group_line(s: &mut String, k: &KeySigs, g: &SigGroup, now: i64, validity: &Va
     match g.kind {
         "uid" => {
             let state = key_state(&k.key.life, now);
-            let _ =
-                writeln!(s, "uid           {}{}", column(Some(validity), &k.key.fingerprint, state, &g.id), g.label);
+            let _ = writeln!(
+                s,
+                "uid           {}{}",
+                column(Some(validity), &k.key.fingerprint, state, &g.name_hash.unwrap_or_default()),
+                g.label
+            );
         }
-        "uat" if !g.id.is_empty() => {
+        "uat" if g.name_hash.is_some() => {
             // gpg prints a user attribute where a user id goes, by its name.
             let state = key_state(&k.key.life, now);
-            let _ =
-                writeln!(s, "uid           {}{}", column(Some(validity), &k.key.fingerprint, state, &g.id), g.label);
+            let _ = writeln!(
+                s,
+                "uid           {}{}",
+                column(Some(validity), &k.key.fingerprint, state, &g.name_hash.unwrap_or_default()),
+                g.label
+            );
         }
         "uat" => {
             let _ = writeln!(s, "uat           {}", g.label);

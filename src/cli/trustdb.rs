@@ -74,10 +74,16 @@ pub fn run(a: &TrustdbArgs, now: i64, version: GnupgVersion, tally: &IoTally) ->
 }
 
 /// `trustdb --check`: what gpg's check would store for every user id of
-/// the home's keybox, against what the database at `path` holds.
+/// the home's keybox (or keyboxd's database where the home has no
+/// keybox), against what the database at `path` holds.
 fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion, tally: &IoTally) -> Result<ExitCode> {
     let home = path.parent().unwrap_or(Path::new("."));
-    let store = super::store::open(Some(&home.join("pubring.kbx")), tally)?;
+    // The home's keybox, else keyboxd's database (GnuPG 2.4's use-keyboxd).
+    let keybox = home.join("pubring.kbx");
+    let keyboxd = home.join("public-keys.d").join("pubring.db");
+    let exists = |p: &Path| kbxscope::io::home::look(p).is_ok_and(|e| e.is_file());
+    let file = if !exists(&keybox) && exists(&keyboxd) { keyboxd } else { keybox };
+    let store = super::store::open(Some(&file), tally)?;
     let mut keys: Vec<KeySigs> = Vec::new();
     let judge = Judge { version, now };
     let ran = sigs::run(&store, Mode::CheckSigs, Strategy::Index, judge, |k| keys.push(k))?;
@@ -85,7 +91,7 @@ fn check(path: &Path, db: &TrustDb, json: bool, now: i64, version: GnupgVersion,
         return Err(anyhow!("{}: {e}", store.path().display()));
     }
     let model = Model::of_database(Some(db));
-    let o = CheckOptions::of(db, model, now);
+    let o = CheckOptions::of(db, model, now, store.kind());
     let checked = trust_check::compute(&keys, db, &o).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let rows = trust_check::compare(&keys, db, &checked);
     let differ = rows.iter().filter(|r| r.stored != r.computed).count();

@@ -121,7 +121,7 @@ fn checked(
     if let Some(e) = ran.outcome.fatal {
         return Err(anyhow!("{e}"));
     }
-    let checked = trust_check::compute(&keys, db, &CheckOptions::of(db, model, now))?;
+    let checked = trust_check::compute(&keys, db, &CheckOptions::of(db, model, now, kind))?;
     Ok(checked.stored.into_iter().map(|((fpr, name), s)| (fpr, name, s.validity)).collect())
 }
 

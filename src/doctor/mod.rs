@@ -424,7 +424,7 @@ fn what_the_check_changes(o: &Options, db: &trustdb::TrustDb, model: &str) -> Op
     if ran.outcome.fatal.is_some() {
         return None;
     }
-    let checked = trust_check::compute(&keys, db, &CheckOptions::of(db, model, o.now)).ok()?;
+    let checked = trust_check::compute(&keys, db, &CheckOptions::of(db, model, o.now, store.kind())).ok()?;
     let rows = trust_check::compare(&keys, db, &checked);
     Some(findings::CheckChanges {
         user_ids: rows.len(),

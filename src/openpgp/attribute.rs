@@ -23,6 +23,13 @@ pub fn attribute_name(body: &[u8]) -> String {
     }
 }
 
+/// The RIPEMD-160 of a user id's or attribute's bytes: gpg's name hash,
+/// which its trust database files their validity under.
+pub(super) fn name_hash(bytes: &[u8]) -> [u8; 20] {
+    use ripemd::{Digest, Ripemd160};
+    Ripemd160::digest(bytes).into()
+}
+
 /// The subpackets gpg reads: (type, data), up to the first that does not
 /// fit.
 fn subpackets(mut b: &[u8]) -> Vec<(u8, &[u8])> {

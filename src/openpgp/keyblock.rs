@@ -70,6 +70,9 @@ pub struct Group {
     /// Where the component's packet body lies in the keyblock's bytes
     /// (`None` for [`Component::Key`] and when the framing was not read).
     pub body: Option<Range<usize>>,
+    /// A photo whose bytes were let go of: gpg's name for it and the name
+    /// hash its validity is filed under.
+    pub photo: Option<(String, [u8; 20])>,
 }
 
 /// A key the crate decoded, with what is made of it once, where the crate
@@ -145,7 +148,7 @@ impl Keyblock {
         let base = within.start;
         let mut kb = Keyblock {
             primary: None,
-            groups: vec![Group { component: Component::Key, sigs: Vec::new(), body: None }],
+            groups: vec![Group { component: Component::Key, sigs: Vec::new(), body: None, photo: None }],
             image: Vec::new(),
             primary_body: None,
             decoded: Vec::new(),
@@ -269,14 +272,14 @@ impl Keyblock {
                 if is(t::SIGNATURE, &["Signature", "signature"]) {
                     self.push_sig(Part { decoded: Err(Undecoded::Crate(std::sync::Arc::new(e))), cached: None, body });
                 } else if is(t::PUBLIC_SUBKEY, &["ubkey"]) {
-                    self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new(), body });
+                    self.groups.push(Group { component: Component::Subkey(None), sigs: Vec::new(), body, photo: None });
                 } else if tag == Some(t::PUBLIC_KEY) && self.primary.is_none() && self.primary_body.is_none() {
                     self.primary_body = body;
                 }
                 return;
             }
         };
-        self.groups.push(Group { component, sigs: Vec::new(), body });
+        self.groups.push(Group { component, sigs: Vec::new(), body, photo: None });
     }
 
     /// Whether a subkey came before.
@@ -291,7 +294,12 @@ impl Keyblock {
             self.composed = false;
         }
         if decodes {
-            self.groups.push(Group { component: Component::Uat(None), sigs: Vec::new(), body: Some(body) });
+            self.groups.push(Group {
+                component: Component::Uat(None),
+                sigs: Vec::new(),
+                body: Some(body),
+                photo: None,
+            });
         }
     }
 
@@ -334,7 +342,10 @@ impl Keyblock {
         };
         for g in &mut self.groups {
             if unread(g) {
-                g.body = None;
+                if let Some(b) = g.body.take() {
+                    let bytes = &self.image[b];
+                    g.photo = Some((super::attribute_name(bytes), super::attribute::name_hash(bytes)));
+                }
             }
             g.body.iter_mut().chain(g.sigs.iter_mut().filter_map(|p| p.body.as_mut())).for_each(moved);
         }

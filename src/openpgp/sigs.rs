@@ -110,10 +110,10 @@ pub struct SigGroup {
     /// image of size N]`), the subkey's fingerprint, or empty for the
     /// primary key.
     pub label: String,
-    /// A user id's or user attribute's bytes (empty for the other
-    /// components): what gpg's trust database files its validity under.
+    /// A user id's or user attribute's name hash (the RIPEMD-160 of its
+    /// bytes), which gpg's trust database files its validity under.
     #[serde(skip)]
-    pub id: Vec<u8>,
+    pub name_hash: Option<[u8; 20]>,
     /// Its signatures in keyblock order.
     pub sigs: Vec<SigLine>,
     /// A subkey's life, which gpg's listings note beside it.
@@ -224,6 +224,21 @@ fn line(meta: Option<&Meta>, status: SigStatus, reason: Option<String>) -> SigLi
     }
 }
 
+/// A user attribute packet's body: its bytes in the keyblock, or, where
+/// the framing was not read, the crate's packet written out again (one
+/// subpacket, as read).
+fn attribute_body(
+    kb: &Keyblock,
+    body: Option<&std::ops::Range<usize>>,
+    decoded: Option<&pgp::packet::UserAttribute>,
+) -> Option<Vec<u8>> {
+    match (body, decoded) {
+        (Some(b), _) => Some(kb.bytes(b).to_vec()),
+        (None, Some(u)) => pgp::ser::Serialize::to_bytes(u).ok(),
+        (None, None) => None,
+    }
+}
+
 /// What gpg's trust-database check reads of a certification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CertFacts {
@@ -324,9 +339,10 @@ pub(crate) fn check_keyblock(
         let (kind, label) = match &g.component {
             Component::Key => ("key", String::new()),
             Component::Uid(u) => ("uid", String::from_utf8_lossy(u.id()).into_owned()),
-            Component::Uat(_) => match &g.body {
-                Some(b) => ("uat", super::attribute_name(kb.bytes(b))),
-                None => ("uat", "[user attribute]".to_string()),
+            Component::Uat(u) => match (attribute_body(kb, g.body.as_ref(), u.as_ref()), &g.photo) {
+                (Some(body), _) => ("uat", super::attribute_name(&body)),
+                (None, Some((name, _))) => ("uat", name.clone()),
+                (None, None) => ("uat", "[user attribute]".to_string()),
             },
             Component::Subkey(Some(k)) => match kb.decoded_key(Some(i)) {
                 Some(made) => ("sub", hex_upper(made.fingerprint.as_bytes())),
@@ -402,12 +418,14 @@ pub(crate) fn check_keyblock(
             }
             sigs.push(l);
         }
-        let id = match (&g.component, &g.body) {
-            (Component::Uid(u), _) => u.id().to_vec(),
-            (Component::Uat(_), Some(b)) => kb.bytes(b).to_vec(),
-            _ => Vec::new(),
+        let name_hash = match &g.component {
+            Component::Uid(u) => Some(super::attribute::name_hash(u.id())),
+            Component::Uat(u) => attribute_body(kb, g.body.as_ref(), u.as_ref())
+                .map(|b| super::attribute::name_hash(&b))
+                .or(g.photo.as_ref().map(|(_, h)| *h)),
+            _ => None,
         };
-        groups.push(SigGroup { kind, label, id, sigs, life: sub_life, unusable });
+        groups.push(SigGroup { kind, label, name_hash, sigs, life: sub_life, unusable });
     }
     Ok(groups)
 }

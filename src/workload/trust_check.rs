@@ -29,7 +29,8 @@ use serde::Serialize;
 
 use super::sigs::KeySigs;
 use crate::openpgp::{SigLine, SigStatus};
-use crate::trustdb::{fpr20, name_hash, Model, TrustDb};
+use crate::store::StoreKind;
+use crate::trustdb::{fpr20, Model, TrustDb};
 
 /// gpg's trust values the check stores.
 const UNDEFINED: u8 = 2;
@@ -53,11 +54,17 @@ pub struct CheckOptions {
     pub min_cert_level: u8,
     /// The time the check runs at.
     pub now: i64,
+    /// Whether each level's pass over the store skips the keys already
+    /// fully valid (and the revoked and expired ones): gpg's keybox search
+    /// does, keyboxd's does not (GnuPG 2.4 with `use-keyboxd` walks every
+    /// key at every level, ultimately trusted ones included).
+    pub skips: bool,
 }
 
 impl CheckOptions {
-    /// The options the database's header records, at `now`, under `model`.
-    pub fn of(db: &TrustDb, model: Model, now: i64) -> Self {
+    /// The options the database's header records, at `now`, under `model`,
+    /// for a store of `kind`.
+    pub fn of(db: &TrustDb, model: Model, now: i64, kind: StoreKind) -> Self {
         let h = &db.header;
         Self {
             model,
@@ -66,6 +73,7 @@ impl CheckOptions {
             max_depth: h.max_depth,
             min_cert_level: h.min_cert_level,
             now,
+            skips: kind == StoreKind::Keybox,
         }
     }
 }
@@ -178,7 +186,7 @@ fn kbs<'a>(keys: &'a [KeySigs], now: i64) -> Vec<Kb<'a>> {
                 .signatures
                 .iter()
                 .filter(|g| matches!(g.kind, "uid" | "uat"))
-                .map(|g| (name_hash(&g.id), !g.unusable, g.sigs.as_slice()))
+                .map(|g| (g.name_hash.unwrap_or_default(), !g.unusable, g.sigs.as_slice()))
                 .collect(),
         })
         .collect()
@@ -395,7 +403,7 @@ pub fn compute(keys: &[KeySigs], db: &TrustDb, o: &CheckOptions) -> Result<Check
         // Every key not yet fully valid, revoked or expired, counted.
         let mut signed = Vec::new();
         for (i, kb) in kbs.iter().enumerate() {
-            if full_trust.contains(&kb.kid) {
+            if o.skips && full_trust.contains(&kb.kid) {
                 continue;
             }
             if kb.revoked || kb.expired {
@@ -464,7 +472,7 @@ pub fn compare(keys: &[KeySigs], db: &TrustDb, checked: &Checked) -> Vec<Compare
         let fpr = filed_as(&k.key.fingerprint);
         let record = records.get(&fpr);
         for g in k.signatures.iter().filter(|g| matches!(g.kind, "uid" | "uat")) {
-            let hash = name_hash(&g.id);
+            let hash = g.name_hash.unwrap_or_default();
             if !seen.insert((fpr, hash)) {
                 continue;
             }
@@ -513,7 +521,15 @@ mod tests {
     }
 
     fn options() -> CheckOptions {
-        CheckOptions { model: Model::Pgp, marginals: 3, completes: 1, max_depth: 5, min_cert_level: 2, now: 1000 }
+        CheckOptions {
+            model: Model::Pgp,
+            marginals: 3,
+            completes: 1,
+            max_depth: 5,
+            min_cert_level: 2,
+            now: 1000,
+            skips: true,
+        }
     }
 
     fn picked(sigs: &[SigLine]) -> Vec<u32> {
