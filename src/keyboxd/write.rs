@@ -32,7 +32,7 @@ use super::server::STARTUP;
 use crate::kbx::create::email_kludge;
 use crate::kbx::dump::hex_upper;
 use crate::kbx::keyblock::{split_packets, tag};
-use crate::kbx::keypacket::key_packet;
+use crate::kbx::keypacket::{key_packet, KeyPacketError};
 use crate::kbx::{parse_blob, Blob, BlobType, KeyBlob};
 
 /// Why no database could be made.
@@ -87,14 +87,36 @@ pub(crate) struct Rows {
     pub(crate) issuer: Option<(String, Vec<u8>)>,
 }
 
+/// Why keyboxd stores no rows for a blob.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RowsError {
+    /// The keyblock's packets do not frame.
+    #[error("its keyblock does not frame")]
+    Unframed,
+    /// A key packet does not decode.
+    #[error("key packet {index}: {error}")]
+    KeyPacket {
+        /// The key's index in the keyblock (0: the primary key).
+        index: usize,
+        /// Why.
+        error: KeyPacketError,
+    },
+    /// A blob of another type.
+    #[error("neither OpenPGP nor X.509")]
+    OtherType,
+    /// No key in the keyblock.
+    #[error("its keyblock holds no key")]
+    NoKey,
+}
+
 /// The rows keyboxd stores for the key or certificate of `blob`, or why
 /// it stores none.
-pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, String> {
+pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, RowsError> {
     let data = blob.data();
     let (kind, keys, uids, issuer): (i64, Vec<KeyRow>, Vec<UidRow>, _) = match blob.blob_type {
         BlobType::OpenPgp => {
             let Ok(packets) = split_packets(data) else {
-                return Err("its keyblock does not frame".into());
+                return Err(RowsError::Unframed);
             };
             let mut keys = Vec::new();
             let mut uids = Vec::new();
@@ -105,7 +127,7 @@ pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, String> {
                             let grip = keygrip(k.algo, &p.body[k.material_start.min(p.body.len())..]);
                             keys.push((k.fingerprint, k.key_id.to_vec(), grip));
                         }
-                        Err(e) => return Err(format!("key packet {}: {e}", keys.len())),
+                        Err(error) => return Err(RowsError::KeyPacket { index: keys.len(), error }),
                     },
                     tag::USER_ID => uids.push((p.body.to_vec(), addrspec(p.body), uids.len() as i64 + 1)),
                     _ => {}
@@ -133,9 +155,9 @@ pub(crate) fn rows_of(blob: &KeyBlob<'_>) -> Result<Rows, String> {
             let issuer = (hex_upper(blob.serial()), blob.x509_issuer().unwrap_or_default().to_vec());
             (2, vec![(fpr, kid, of_certificate(data))], uids, Some(issuer))
         }
-        _ => return Err("neither OpenPGP nor X.509".into()),
+        _ => return Err(RowsError::OtherType),
     };
-    let Some((primary, _, _)) = keys.first() else { return Err("its keyblock holds no key".into()) };
+    let Some((primary, _, _)) = keys.first() else { return Err(RowsError::NoKey) };
     let ubid = primary[..primary.len().min(20)].to_vec();
     Ok(Rows { kind, ubid, keys, uids, issuer })
 }
@@ -169,7 +191,7 @@ impl Builder {
     fn add(&self, blob: &KeyBlob<'_>) -> Result<Added, BuildError> {
         let rows = match rows_of(blob) {
             Ok(r) => r,
-            Err(why) => return Ok(Added::Skipped(why)),
+            Err(why) => return Ok(Added::Skipped(why.to_string())),
         };
         let Rows { kind, ubid, keys, uids, issuer } = rows;
         let (ubid, data) = (&ubid[..], blob.data());

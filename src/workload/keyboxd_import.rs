@@ -223,7 +223,7 @@ fn store_key(server: &Server<'_>, key: &IncomingKey, now: u32, mode: StoreMode) 
 pub(super) fn store_image(server: &Server<'_>, image: &[u8], id: &[u8], mode: StoreMode) -> Result<(), ImportError> {
     let why = |why: String| ImportError::Key { key_id: crate::kbx::dump::hex_upper(id), why };
     let Ok(Blob::Key(blob)) = parse_blob(image) else { return Err(why("its blob does not parse".into())) };
-    let rows = rows_of(&blob).map_err(why)?;
+    let rows = rows_of(&blob).map_err(|e| why(e.to_string()))?;
     server.store(blob.data(), &rows, mode)?;
     Ok(())
 }
