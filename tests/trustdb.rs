@@ -117,16 +117,7 @@ fn listings_show_gpgs_validity_in_each_trust_model() {
         let theirs = stdout(&gpg(&h, &["--display-charset", "utf-8", "--trust-model", model, "--list-keys"]));
         let colons = stdout(&gpg(&h, &["--trust-model", model, "--with-colons", "--list-keys"]));
         stop_gnupg_daemons(&h);
-        let list = |extra: &[&str]| {
-            let o = cmd()
-                .args(["--gnupg-version", "2.2", "list", "--type", "openpgp", "--trust-model", model])
-                .args(extra)
-                .arg(&keybox)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", stderr(&o));
-            stdout(&o)
-        };
+        let list = |extra: &[&str]| list_openpgp(&keybox, &[&["--trust-model", model], extra].concat());
         let ours = list(&[]);
         assert_eq!(ours, theirs, "trust model {model}");
         let want = colon_validities(&colons);
@@ -166,16 +157,7 @@ fn validity_equals_gpgs_on_the_arch_linux_web_of_trust() {
     private(&home);
     pacman_key_populate(&|args| drop(gpg(&home, args)), "/usr/share/keyrings");
     let keybox = home.join("pubring.kbx");
-    let run = |extra: &[&str]| {
-        let o = cmd()
-            .args(["--gnupg-version", "2.2", "list", "--type", "openpgp"])
-            .args(extra)
-            .arg(&keybox)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        stdout(&o)
-    };
+    let run = |extra: &[&str]| list_openpgp(&keybox, extra);
     let uid_lines = |t: &str| t.lines().filter(|l| l.starts_with("uid ")).map(String::from).collect::<Vec<_>>();
     // The check gpg is about to run, computed beforehand from the keybox
     // and the owner trusts, against gpg's; and the listing gpg would show
@@ -368,6 +350,15 @@ fn gpg_check_trustdb(home: &Path) -> String {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     stderr(&o)
+}
+
+/// `kbxscope --gnupg-version 2.2 list --type openpgp ARGS KEYBOX`'s output;
+/// it must succeed.
+fn list_openpgp(keybox: &Path, args: &[&str]) -> String {
+    let o =
+        cmd().args(["--gnupg-version", "2.2", "list", "--type", "openpgp"]).args(args).arg(keybox).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
 }
 
 /// Per key of `list --json`'s lines: its fingerprint, and the colon

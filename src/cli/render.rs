@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use kbxscope::events::FileStats;
 use kbxscope::events::{FileOp, IoStats};
 use kbxscope::io::BufferSize;
-use kbxscope::openpgp::{attribute_name, KeyLife, OpenPgpKey};
+use kbxscope::openpgp::{name_hash, KeyLife, OpenPgpKey};
 use kbxscope::timefmt::rfc3339;
-use kbxscope::trustdb::{name_hash, KeyState, Validities};
+use kbxscope::trustdb::{KeyState, Validities};
 use kbxscope::workload::{KeyDetails, Listed};
 
 /// A listing entry the way `gpg -k` (OpenPGP) or `gpgsm -k` (X.509) shows it,
@@ -38,15 +38,14 @@ pub fn listing(l: &Listed, now: i64, validity: Option<&Validities>) -> String {
                 );
             }
             // gpg prints a user attribute where a user id goes, by its name.
-            for bytes in &k.user_attribute_bytes {
-                let name = attribute_name(bytes);
+            for (name, hash) in &k.user_attribute_names {
                 let _ = writeln!(
                     s,
                     "uid           {}{name}",
-                    column(validity, &k.fingerprint, key_state(&k.life, now), &name_hash(bytes))
+                    column(validity, &k.fingerprint, key_state(&k.life, now), hash)
                 );
             }
-            for _ in k.user_attribute_bytes.len()..k.user_attributes {
+            for _ in k.user_attribute_names.len()..k.user_attributes {
                 let _ = writeln!(s, "uat           [user attribute]");
             }
             for sub in k.subkeys.iter().filter(|sub| !(k.life.unusable(now) || sub.life.unusable(now))) {

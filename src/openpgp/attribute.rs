@@ -25,7 +25,7 @@ pub fn attribute_name(body: &[u8]) -> String {
 
 /// The RIPEMD-160 of a user id's or attribute's bytes: gpg's name hash,
 /// which its trust database files their validity under.
-pub(super) fn name_hash(bytes: &[u8]) -> [u8; 20] {
+pub fn name_hash(bytes: &[u8]) -> [u8; 20] {
     use ripemd::{Digest, Ripemd160};
     Ripemd160::digest(bytes).into()
 }
@@ -91,6 +91,12 @@ mod tests {
         };
         body.extend(data);
         body
+    }
+
+    #[test]
+    fn name_hash_is_ripemd160() {
+        // RIPEMD-160's own test vector.
+        assert_eq!(kbx_format::dump::hex_lower(&super::name_hash(b"abc")), "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc");
     }
 
     #[test]

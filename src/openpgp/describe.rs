@@ -49,10 +49,11 @@ pub struct OpenPgpKey {
     pub user_id_bytes: Vec<Vec<u8>>,
     /// Number of user attribute packets (photo ids).
     pub user_attributes: usize,
-    /// Their packet bodies, in keyblock order (what gpg names them by and
-    /// files their validity under; empty where the keyblock was not walked).
+    /// Their names as gpg prints them (`[jpeg image of size N]`) and the
+    /// name hashes gpg files their validity under, in keyblock order
+    /// (empty where the keyblock was not walked).
     #[serde(skip)]
-    pub user_attribute_bytes: Vec<Vec<u8>>,
+    pub user_attribute_names: Vec<(String, [u8; 20])>,
     /// Subkeys in keyblock order.
     pub subkeys: Vec<OpenPgpSubkey>,
     /// Set when a key of the keyblock has an algorithm neither gpg nor
@@ -167,7 +168,7 @@ pub(crate) fn describe_keyblock(image: &[u8], kb: &Keyblock) -> Result<OpenPgpKe
 /// in keyblock order; the walk's listing alone if the crate had none.
 fn with_packet_facts(key: Option<OpenPgpKey>, raw: RawKeyblock) -> OpenPgpKey {
     let Some(mut key) = key else { return from_packets(raw) };
-    key.user_attribute_bytes = raw.user_attribute_bytes;
+    key.user_attribute_names = raw.user_attribute_names;
     // gpg's names and the packet-level facts, in keyblock order.
     if key.subkeys.len() + 1 == raw.keys.len() {
         key.algorithm.clone_from(&raw.keys[0].algorithm);
@@ -193,7 +194,7 @@ fn from_packets(raw: RawKeyblock) -> OpenPgpKey {
         user_ids: raw.user_ids,
         user_id_bytes: raw.user_id_bytes,
         user_attributes: raw.user_attributes,
-        user_attribute_bytes: raw.user_attribute_bytes,
+        user_attribute_names: raw.user_attribute_names,
         subkeys: keys
             .map(|k| OpenPgpSubkey {
                 fingerprint: k.fingerprint,
@@ -324,7 +325,7 @@ impl<'a> Composed<'a> {
             user_ids,
             user_id_bytes,
             user_attributes: self.user_attributes,
-            user_attribute_bytes: Vec::new(),
+            user_attribute_names: Vec::new(),
             subkeys: self
                 .subkeys
                 .iter()

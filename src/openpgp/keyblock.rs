@@ -344,7 +344,7 @@ impl Keyblock {
             if unread(g) {
                 if let Some(b) = g.body.take() {
                     let bytes = &self.image[b];
-                    g.photo = Some((super::attribute_name(bytes), super::attribute::name_hash(bytes)));
+                    g.photo = Some((super::attribute_name(bytes), super::name_hash(bytes)));
                 }
             }
             g.body.iter_mut().chain(g.sigs.iter_mut().filter_map(|p| p.body.as_mut())).for_each(moved);

@@ -21,6 +21,7 @@
 //! `x509`.
 
 mod attribute;
+mod cert_facts;
 mod describe;
 mod expiry;
 pub mod import_clean;
@@ -35,7 +36,8 @@ mod raw;
 mod sigs;
 mod verify;
 
-pub use attribute::attribute_name;
+pub use attribute::{attribute_name, name_hash};
+pub use cert_facts::CertFacts;
 pub use describe::describe;
 pub(crate) use describe::describe_keyblock;
 pub use describe::KeyblockError;
@@ -48,4 +50,4 @@ pub use packets::WalkError;
 pub use raw::SigPacketError;
 pub use raw::{KeyPacket, SigPacket};
 pub(crate) use sigs::check_keyblock;
-pub use sigs::{CertFacts, Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};
+pub use sigs::{Judge, Mode, SigCounts, SigGroup, SigLine, SigStatus};

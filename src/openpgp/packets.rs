@@ -39,8 +39,8 @@ pub(super) struct RawKeyblock {
     pub user_id_bytes: Vec<Vec<u8>>,
     /// User attribute packets.
     pub user_attributes: usize,
-    /// Their bodies, in keyblock order.
-    pub user_attribute_bytes: Vec<Vec<u8>>,
+    /// Their names as gpg gives them and their name hashes, in keyblock order.
+    pub user_attribute_names: Vec<(String, [u8; 20])>,
 }
 
 /// Why a keyblock's packets do not frame a public key.
@@ -202,7 +202,7 @@ pub(super) fn walk(image: &[u8]) -> Result<RawKeyblock, WalkError> {
             }
             17 => {
                 out.user_attributes += 1;
-                out.user_attribute_bytes.push(body.to_vec());
+                out.user_attribute_names.push((super::attribute_name(body), super::name_hash(body)));
             }
             2 if wants_usage => {
                 if let (Some(flags), Some(k)) = (key_flags(body), out.keys.last_mut()) {

@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use super::cert_facts::CertFacts;
 use super::expiry::{uid_unusable, KeyLife};
 use super::issuer::{issuer_fpr, issuer_key_id};
 use super::keyblock::{Component, Group, Keyblock, Part};
@@ -239,36 +240,6 @@ fn attribute_body(
     }
 }
 
-/// What gpg's trust-database check reads of a certification.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CertFacts {
-    /// Creation time, Unix seconds.
-    pub created: u32,
-    /// When it expires (its hashed expiration after its creation), if it does.
-    pub expires: Option<u32>,
-    /// Whether its signer may revoke it.
-    pub revocable: bool,
-    /// A trust signature's depth and amount.
-    pub trust: Option<(u8, u8)>,
-    /// A trust signature's regular expression (its bytes, without the
-    /// terminating NUL).
-    pub regexp: Option<Vec<u8>>,
-}
-
-impl CertFacts {
-    fn of(sig: &pgp::packet::Signature) -> Self {
-        let created = sig.created().map_or(0, |t| t.as_secs());
-        let expires = sig.signature_expiration_time().map(|d| d.as_secs()).filter(|d| *d != 0);
-        Self {
-            created,
-            expires: expires.map(|d| created.saturating_add(d)),
-            revocable: sig.is_revocable(),
-            trust: sig.trust_signature(),
-            regexp: sig.regular_expression().map(|r| r.iter().copied().take_while(|b| *b != 0).collect()),
-        }
-    }
-}
-
 /// gpg's flag columns of a signature at `now` (see [`SigLine::columns`]).
 fn columns(sig: &pgp::packet::Signature, now: i64) -> [char; 5] {
     let flag = |on: bool, c: char| if on { c } else { ' ' };
@@ -419,9 +390,9 @@ pub(crate) fn check_keyblock(
             sigs.push(l);
         }
         let name_hash = match &g.component {
-            Component::Uid(u) => Some(super::attribute::name_hash(u.id())),
+            Component::Uid(u) => Some(super::name_hash(u.id())),
             Component::Uat(u) => attribute_body(kb, g.body.as_ref(), u.as_ref())
-                .map(|b| super::attribute::name_hash(&b))
+                .map(|b| super::name_hash(&b))
                 .or(g.photo.as_ref().map(|(_, h)| *h)),
             _ => None,
         };

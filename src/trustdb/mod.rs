@@ -21,7 +21,7 @@ use serde::Serialize;
 
 pub use header::{model_name, parse as parse_header, Header, HeaderError, RECORD_LEN};
 pub use record::{trust_name, Record, Trust, Valid, HASH_LIST_ITEMS, HASH_TABLE_ITEMS};
-pub use validity::{fpr20, name_hash, KeyState, Model, Validities, Validity};
+pub use validity::{fpr20, KeyState, Model, Validities, Validity};
 
 /// The records one hash table spans: 256 slots, [`HASH_TABLE_ITEMS`] a record.
 pub const HASH_TABLE_RECORDS: u32 = 256_u32.div_ceil(HASH_TABLE_ITEMS as u32);

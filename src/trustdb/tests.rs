@@ -104,12 +104,6 @@ fn validities_as_each_model_shows_them() {
 }
 
 #[test]
-fn name_hash_is_ripemd160() {
-    // RIPEMD-160's own test vector.
-    assert_eq!(kbx_format::dump::hex_lower(&name_hash(b"abc")), "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc");
-}
-
-#[test]
 fn keys_are_filed_under_gpgs_20_bytes() {
     let v4: Vec<u8> = (0..20).collect();
     assert_eq!(fpr20(&v4).to_vec(), v4);

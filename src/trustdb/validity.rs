@@ -4,7 +4,7 @@
 //! GnuPG's `g10/trust.c` and `g10/trustdb.c`):
 //!
 //! * **pgp** and **classic**: the validity record of the user id (found
-//!   by the RIPEMD-160 of the user id's bytes, gpg's "name hash") in the
+//!   by its name hash, the RIPEMD-160 of its bytes) in the
 //!   list of the key's trust record; no trust record or no such validity
 //!   record is `unknown`. What the last check computed is what a listing
 //!   shows, unless a check is due: then gpg checks first ([`Validities::check_due`]).
@@ -157,12 +157,6 @@ pub fn fpr20(fingerprint: &[u8]) -> [u8; 20] {
         out[..n].copy_from_slice(&fingerprint[..n]);
     }
     out
-}
-
-/// What gpg stores under a user id: the RIPEMD-160 of its bytes.
-pub fn name_hash(user_id: &[u8]) -> [u8; 20] {
-    use ripemd::{Digest, Ripemd160};
-    Ripemd160::digest(user_id).into()
 }
 
 /// A validity record as a check stores it: the key's [`fpr20`], the user

@@ -282,7 +282,7 @@ fn listing(index: u64, offset: u64, blob: &KeyBlob<'_>, signer: &Signer) -> KeyS
                 user_ids: blob.uids().map(|u| String::from_utf8_lossy(u.name).into_owned()).collect(),
                 user_id_bytes: blob.uids().map(|u| u.name.to_vec()).collect(),
                 user_attributes: 0,
-                user_attribute_bytes: Vec::new(),
+                user_attribute_names: Vec::new(),
                 subkeys: Vec::new(),
                 undecoded: Some(why.clone()),
                 life: KeyLife::default(),
